@@ -1,0 +1,130 @@
+"""Command-line interface behind `grade.py`. This module only wires arguments to the harness.
+
+    python grade.py [PATH] [--format text|html|md|json] [--out FILE] [--lang zh|en] [--seed N]
+                    [--exercise ID ...] [--fail-under SCORE]
+    python grade.py schema            the JSON Schema of the JSON report
+
+Exit status: 0 when grading ran (whatever the score), 1 below --fail-under, 2 for bad usage or a
+bad manifest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from .i18n import Lang
+from .project import ManifestError, Project, default_project
+
+EXIT_OK, EXIT_BELOW, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """Bad input from the command line: printed as one line, exit status 2."""
+
+
+def default_lang(env: dict[str, str] | None = None) -> Lang:
+    env = os.environ if env is None else env
+    for var in ("LC_ALL", "LC_MESSAGES", "LANG", "LANGUAGE"):
+        value = env.get(var, "")
+        if value:
+            return "zh" if value.lower().startswith("zh") else "en"
+    return "en"
+
+
+def add_grading_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--lang", choices=["zh", "en"], default=None, help="report language (default: from the locale)")
+    parser.add_argument("--seed", type=int, default=None, help="seed for the check inputs (default: random, printed)")
+    parser.add_argument("--exercise", action="append", default=None, metavar="ID", help="grade only this exercise (repeatable)")
+
+
+def grade_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="grade.py",
+        description="Grade a submission of the attention lesson in a sandbox and print a scored report.",
+        epilog="Other commands: schema, validate, new, build, batch (python grade.py COMMAND --help).",
+    )
+    parser.add_argument("path", nargs="?", default=None, help="submission folder (default: submission/, created from the template)")
+    parser.add_argument("--format", choices=["text", "html", "md", "json"], default="text")
+    parser.add_argument("--out", type=Path, default=None, help="write the report to FILE instead of stdout")
+    parser.add_argument("--fail-under", type=float, default=None, metavar="SCORE", help="exit 1 when the total is below SCORE")
+    add_grading_options(parser)
+    return parser
+
+
+def prepare_submission(project: Project, path: str | None, notice: Callable[[str], None]) -> Path:
+    """The folder to grade; on a first run without PATH, `submission/` copied from the template."""
+    if path is None:
+        folder = project.root / "submission"
+        if not folder.exists():
+            shutil.copytree(project.root / "student_template", folder)
+            notice(
+                f"Created {folder} from student_template/: edit the files there, then run `python grade.py` again.\n"
+                f"已根据 student_template/ 创建 {folder}：请在其中完成练习后再次运行 `python grade.py`。"
+            )
+        return folder
+    folder = Path(path)
+    if not folder.exists():
+        raise UsageError(f"{folder}: no such folder")
+    if not folder.is_dir():
+        raise UsageError(f"{folder}: not a folder (give the folder that holds your exercise files)")
+    return folder
+
+
+def cmd_grade(argv: list[str], project: Project) -> int:
+    from .reports import render
+    from .runner import grade
+
+    args = grade_parser().parse_args(argv)
+    lang = args.lang or default_lang()
+    folder = prepare_submission(project, args.path, lambda msg: print(msg, file=sys.stderr))
+    report = grade(project, folder, seed=args.seed, lang=lang, exercises=args.exercise, run_hidden=project_runs_hidden(project))
+    if args.out is not None:
+        args.out.write_text(render(report, args.format), encoding="utf-8")
+        print(f"report written to {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(render(report, args.format, color=args.format == "text" and sys.stdout.isatty()))
+        if args.format == "text":
+            html = folder.resolve().parent / f"{folder.resolve().name}_report.html"
+            html.write_text(render(report, "html"), encoding="utf-8")
+            print(f"HTML report: {html}", file=sys.stderr)
+    if args.fail_under is not None and report.score < args.fail_under:
+        return EXIT_BELOW
+    return EXIT_OK
+
+
+def project_runs_hidden(project: Project) -> bool:
+    """Hidden checks run wherever the reference solutions are present (not in the student build)."""
+    return (project.root / "reference").is_dir()
+
+
+def cmd_schema(argv: list[str], project: Project) -> int:
+    from .reports import json_schema
+
+    argparse.ArgumentParser(prog="grade.py schema", description="Print the JSON Schema of the JSON report.").parse_args(argv)
+    sys.stdout.write(json_schema())
+    return EXIT_OK
+
+
+COMMANDS: dict[str, Callable[[list[str], Project], int]] = {"schema": cmd_schema}
+
+
+def main(argv: list[str] | None = None, project: Project | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    project = project or default_project()
+    command = COMMANDS.get(argv[0]) if argv else None
+    try:
+        if command is not None:
+            return command(argv[1:], project)
+        return cmd_grade(argv, project)
+    except ManifestError as exc:
+        for line in exc.lines:
+            print(f"error: {line}", file=sys.stderr)
+        return EXIT_USAGE
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE

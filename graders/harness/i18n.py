@@ -1,0 +1,148 @@
+"""Every user-facing sentence of the harness, in Chinese and English.
+
+`Text` is the one bilingual string type: manifests use it for titles and diagnoses, and checks
+build messages with `say(key, **params)` from the catalogue below. Nothing is translated at run
+time; a report picks the language it was asked for.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+Lang = Literal["zh", "en"]
+LANGS: tuple[Lang, ...] = ("zh", "en")
+
+
+class Text(BaseModel):
+    """A sentence in both languages."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    zh: str
+    en: str
+
+    def __call__(self, lang: Lang) -> str:
+        return getattr(self, lang)
+
+    def format(self, **params) -> Text:
+        return Text(zh=self.zh.format(**params), en=self.en.format(**params))
+
+    def __add__(self, other: Text) -> Text:
+        return Text(zh=self.zh + other.zh, en=self.en + " " + other.en)
+
+
+CATALOG: dict[str, dict[str, str]] = {
+    "not_tensor": {
+        "zh": "`{name}` 应是 torch.Tensor，实际得到 {got}。",
+        "en": "`{name}` should be a torch.Tensor, got {got}.",
+    },
+    "not_tuple": {
+        "zh": "`{name}` 应返回 {count} 个值组成的元组，实际得到 {got}。",
+        "en": "`{name}` should return a tuple of {count} values, got {got}.",
+    },
+    "not_real": {
+        "zh": "`{name}` 的 dtype 是 {dtype}，应为实数浮点类型（float32 或 float64）。",
+        "en": "`{name}` has dtype {dtype}; expected a real floating-point dtype (float32 or float64).",
+    },
+    "shape": {
+        "zh": "`{name}` 的形状应为 {expected}，实际为 {got}（不会替你广播）。",
+        "en": "`{name}` should have shape {expected}, got {got} (outputs are never broadcast).",
+    },
+    "not_finite": {
+        "zh": "`{name}` 含有 NaN 或 inf（{count} 个元素），位置例如 {index}。",
+        "en": "`{name}` contains NaN or inf ({count} elements), for example at {index}.",
+    },
+    "values": {
+        "zh": "`{name}` 的数值不对：最大误差 {err:.3g}，位置 {index}：得到 {got:.6g}，应为 {expected:.6g}。",
+        "en": "`{name}` has wrong values: largest error {err:.3g} at {index}: got {got:.6g}, expected {expected:.6g}.",
+    },
+    "student_exception": {
+        "zh": "你的代码抛出了异常 {type}: {message}",
+        "en": "Your code raised {type}: {message}",
+    },
+    "not_implemented": {
+        "zh": "`{name}` 还没有实现（仍是模板中的占位）。",
+        "en": "`{name}` is not implemented yet (still the template's placeholder).",
+    },
+    "timeout": {
+        "zh": "你的代码在 {seconds:g} 秒内没有返回结果（死循环或过慢），已被终止。",
+        "en": "Your code did not return within {seconds:g} s (an endless loop, or far too slow) and was stopped.",
+    },
+    "crash": {
+        "zh": "运行你的代码的进程意外退出（{detail}）。",
+        "en": "The process running your code died unexpectedly ({detail}).",
+    },
+    "protocol": {
+        "zh": "你的代码返回了无法接收的数据（{detail}）。",
+        "en": "Your code sent back data that could not be accepted ({detail}).",
+    },
+    "missing_file": {
+        "zh": "找不到提交文件 {file}。",
+        "en": "The submission file {file} was not found.",
+    },
+    "bad_file": {
+        "zh": "无法读取提交文件 {file}：{problem}。",
+        "en": "The submission file {file} cannot be read: {problem}.",
+    },
+    "syntax_error": {
+        "zh": "提交文件 {file} 有语法错误：{message}",
+        "en": "The submission file {file} has a syntax error: {message}",
+    },
+    "load_error": {
+        "zh": "导入提交文件 {file} 时出错：{type}: {message}",
+        "en": "Loading the submission file {file} failed: {type}: {message}",
+    },
+    "import_refused": {
+        "zh": "提交文件中不允许这个导入：{message}",
+        "en": "An import in the submission is not allowed: {message}",
+    },
+    "missing_name": {
+        "zh": "提交文件中没有定义 `{name}`。",
+        "en": "The submission does not define `{name}`.",
+    },
+    "stale_object": {
+        "zh": "之前的检查让运行你的代码的进程重启了，无法继续使用旧对象。",
+        "en": "An earlier failure restarted the process running your code, so this object is gone.",
+    },
+    "grader_error": {
+        "zh": "评分程序自身出错（不是你的问题，请告诉老师）：{type}: {message}",
+        "en": "The grader itself failed (not your fault; please tell your instructor): {type}: {message}",
+    },
+    "diagnosis_prefix": {"zh": "诊断：", "en": "Diagnosis:"},
+    "see_statement": {"zh": "参见题目中的「{section}」。", "en": "See “{section}” in the statement."},
+    "output_cut": {
+        "zh": "（输出过长，已截断 {dropped} 字节）",
+        "en": "(output too long: {dropped} bytes dropped)",
+    },
+    # report labels
+    "ui_title": {"zh": "注意力课程自动评分报告", "en": "Attention lesson: grading report"},
+    "ui_total": {"zh": "总分", "en": "Total"},
+    "ui_seed": {"zh": "随机种子（用 --seed {seed} 复现）", "en": "Seed (reproduce with --seed {seed})"},
+    "ui_isolation": {"zh": "沙箱保护", "en": "Sandbox protections"},
+    "ui_expected": {"zh": "期望", "en": "expected"},
+    "ui_got": {"zh": "你的结果", "en": "yours"},
+    "ui_output": {"zh": "你的代码打印的内容", "en": "What your code printed"},
+    "ui_traceback": {"zh": "你的代码中的出错位置", "en": "Where your code failed"},
+    "ui_hidden_skipped": {
+        "zh": "隐藏检查不在学生版中运行，提交后由课程平台评分。",
+        "en": "Hidden checks are not run in the student distribution; they run when you submit.",
+    },
+    "ui_hidden": {"zh": "隐藏", "en": "hidden"},
+    "status_passed": {"zh": "通过", "en": "passed"},
+    "status_failed": {"zh": "未通过", "en": "failed"},
+    "status_error": {"zh": "评分程序错误", "en": "grader error"},
+    "status_timeout": {"zh": "超时", "en": "timed out"},
+    "status_not_implemented": {"zh": "未实现", "en": "not implemented"},
+}
+
+
+def labels(lang: Lang) -> dict[str, str]:
+    """Every catalogue sentence in `lang`, unformatted (for templates)."""
+    return {key: entry[lang] for key, entry in CATALOG.items()}
+
+
+def say(key: str, **params) -> Text:
+    """The catalogue sentence `key` with `params` filled in, in both languages."""
+    entry = CATALOG[key]
+    return Text(zh=entry["zh"].format(**params), en=entry["en"].format(**params))

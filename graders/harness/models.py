@@ -1,0 +1,120 @@
+"""Pydantic models for everything that crosses a file or a process: manifests and results.
+
+Manifests (`exercise.toml`) reject unknown keys. Results form one tree, check -> exercise ->
+report, from which every report format (terminal, HTML, Markdown, JSON, LMS formats) is rendered.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .i18n import Lang, Text
+
+Status = Literal["passed", "failed", "error", "timeout", "not_implemented"]
+Visibility = Literal["visible", "hidden"]
+ID_PATTERN = r"^[a-z][a-z0-9_]*$"
+
+SCHEMA_VERSION = 1
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# ---------------------------------------------------------------- manifests
+
+
+class CheckSpec(_Strict):
+    """One check: a pytest test in `graders/test_<exercise>.py` marked `@check("<id>")`."""
+
+    id: str = Field(pattern=ID_PATTERN, description="stable id, unique within the exercise")
+    points: float = Field(gt=0, description="points awarded when the check passes")
+    title: Text = Field(description="what the check verifies, one line")
+    visibility: Visibility = Field("visible", description="hidden checks run only in LMS grading")
+
+
+class DiagnosisSpec(_Strict):
+    """A known mistake the grader can recognise and name."""
+
+    message: Text = Field(description="what the mistake is, in plain words; may use {params}")
+    section: Text | None = Field(None, description="statement section that explains the idea")
+
+
+class ExerciseManifest(_Strict):
+    """`exercises/<id>/exercise.toml`."""
+
+    id: str = Field(pattern=ID_PATTERN)
+    title: Text
+    order: int = Field(ge=0, description="position in reports and listings")
+    exports: list[str] = Field(min_length=1, description="names the student's module must define")
+    call_seconds: float = Field(10.0, gt=0, le=120, description="deadline for one call into student code")
+    has_weights: bool = Field(False, description="reports show a heatmap of attention weights")
+    checks: list[CheckSpec] = Field(min_length=1)
+    diagnoses: dict[str, DiagnosisSpec] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _unique_checks(self) -> ExerciseManifest:
+        ids = [c.id for c in self.checks]
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        if dupes:
+            raise ValueError(f"duplicate check ids: {', '.join(dupes)}")
+        bad = [d for d in self.diagnoses if not d.replace("_", "a").isalnum() or not d[:1].isalpha()]
+        if bad:
+            raise ValueError(f"diagnosis ids must be lowercase identifiers: {', '.join(bad)}")
+        return self
+
+    @property
+    def max_score(self) -> float:
+        return sum(c.points for c in self.checks)
+
+    def check(self, check_id: str) -> CheckSpec:
+        return next(c for c in self.checks if c.id == check_id)
+
+
+# ---------------------------------------------------------------- results
+
+
+class Heatmap(_Strict):
+    """A matrix the student produced beside the one expected (attention weights)."""
+
+    label: str
+    got: list[list[float]]
+    expected: list[list[float]]
+
+
+class CheckResult(_Strict):
+    id: str
+    title: str
+    status: Status
+    score: float
+    max_score: float
+    message: str = Field("", description="feedback: what was expected and what came back")
+    diagnosis: str | None = Field(None, description="id of the recognised mistake, if any")
+    diagnosis_message: str | None = Field(None, description="the mistake in plain words")
+    visibility: Visibility = "visible"
+    student_traceback: str = ""
+    heatmaps: list[Heatmap] = Field(default_factory=list)
+
+
+class ExerciseResult(_Strict):
+    id: str
+    title: str
+    score: float
+    max_score: float
+    checks: list[CheckResult]
+    output: str = Field("", description="what the student's code printed (capped)")
+    output_dropped: int = Field(0, description="bytes of output dropped over the cap")
+
+
+class Report(_Strict):
+    schema_version: int = SCHEMA_VERSION
+    submission: str
+    score: float
+    max_score: float
+    seed: int
+    lang: Lang
+    isolation: list[str] = Field(default_factory=list, description="protections active in the sandbox")
+    hidden_checks_skipped: bool = Field(False, description="hidden checks were not run (student build)")
+    exercises: list[ExerciseResult]

@@ -1,0 +1,87 @@
+"""Mutant submissions: known mistakes an exercise's grader must catch and name.
+
+`tests/mutants/<exercise>/mutants.toml` declares each mutant; its source is
+`tests/mutants/<exercise>/<name>.py`, a whole submission file for that exercise::
+
+    [no_scaling]
+    description = "scores not divided by √d_k"
+    expect = { sdpa_scaling = "no_scaling", sdpa_matches_oracle = "no_scaling" }
+
+`expect` maps each check the mutant must fail to the diagnosis it must get ("" where the mistake
+cannot be named but must still lose the points).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .models import Report
+from .project import ManifestError, Project
+
+
+class MutantSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    description: str = Field(min_length=1)
+    expect: dict[str, str] = Field(min_length=1, description="check id -> expected diagnosis id ('' for none)")
+    lang_note: str | None = None
+
+
+class Mutant(BaseModel):
+    exercise: str
+    name: str
+    source: Path
+    spec: MutantSpec
+
+
+def mutants_dir(project: Project) -> Path:
+    return project.root / "tests" / "mutants"
+
+
+def load_mutants(project: Project, exercise_id: str) -> list[Mutant]:
+    folder = mutants_dir(project) / exercise_id
+    path = folder / "mutants.toml"
+    if not path.is_file():
+        return []
+    shown = path.relative_to(project.root)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ManifestError([f"{shown}: not valid TOML: {exc}"]) from None
+    out, lines = [], []
+    for name, raw in data.items():
+        try:
+            spec = MutantSpec.model_validate(raw)
+        except ValidationError as exc:
+            lines += [f"{shown}: {name}.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]
+            continue
+        source = folder / f"{name}.py"
+        if not source.is_file():
+            lines.append(f"{shown}: {name}: source file {source.name} is missing")
+            continue
+        out.append(Mutant(exercise=exercise_id, name=name, source=source, spec=spec))
+    if lines:
+        raise ManifestError(lines)
+    return out
+
+
+def mutant_problems(mutant: Mutant, report: Report) -> list[str]:
+    """Why a graded mutant does not meet its declaration (empty when it is caught and named)."""
+    exercise = next(e for e in report.exercises if e.id == mutant.exercise)
+    checks = {c.id: c for c in exercise.checks}
+    problems = []
+    if exercise.score >= exercise.max_score:
+        problems.append("scored full marks")
+    for check_id, diagnosis in mutant.spec.expect.items():
+        result = checks.get(check_id)
+        if result is None:
+            problems.append(f"{check_id}: no such check")
+        elif result.status == "passed":
+            problems.append(f"{check_id}: passed")
+        elif result.status == "error":
+            problems.append(f"{check_id}: grader error: {result.message}")
+        elif diagnosis and result.diagnosis != diagnosis:
+            problems.append(f"{check_id}: diagnosis {result.diagnosis!r}, expected {diagnosis!r} ({result.message})")
+    return problems

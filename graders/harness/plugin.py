@@ -1,0 +1,207 @@
+"""The pytest plugin that turns grader tests into scored checks.
+
+Each test in `graders/test_<exercise>.py` is marked `@check("<id>")` with an id declared in that
+exercise's manifest; the manifest is the one source of points, titles and visibility. The plugin
+provides the fixtures checks use (`student`, `reference`, `rng`, `evidence`), records each
+check's outcome, and classifies it: `StudentFault` subclasses give `failed`, `timeout` or
+`not_implemented`; anything else escaping a check is the grader's fault (`error`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import torch
+
+from .errors import StudentCodeError, StudentFault
+from .i18n import Text, say
+from .models import ExerciseManifest, Heatmap
+from .project import Project
+from .sandbox.client import SandboxPool
+from .student import StudentModule, StudentSession
+
+
+def check(check_id: str):
+    """Mark a grader test as the manifest check `check_id`."""
+    return pytest.mark.check(check_id)
+
+
+@dataclass
+class Outcome:
+    """What happened in one check, before it is rendered in a language."""
+
+    status: str
+    text: Text | None = None
+    diagnosis: str | None = None
+    diagnosis_params: dict = field(default_factory=dict)
+    traceback: str = ""
+    heatmaps: list[Heatmap] = field(default_factory=list)
+
+
+@dataclass
+class GradingContext:
+    project: Project
+    submission: Path
+    manifests: dict[str, ExerciseManifest]
+    seed: int
+    pool: SandboxPool
+    run_hidden: bool = True
+
+
+class Evidence:
+    """Lets a check attach pictures (heatmaps) to its result."""
+
+    def __init__(self) -> None:
+        self.heatmaps: list[Heatmap] = []
+
+    def heatmap(self, label: str, got: torch.Tensor, expected: torch.Tensor) -> None:
+        if isinstance(got, torch.Tensor) and got.dim() == 2 and got.shape == expected.shape and got.numel() <= 400:
+            self.heatmaps.append(
+                Heatmap(label=label, got=got.double().tolist(), expected=expected.double().tolist())
+            )
+
+
+def derive_seed(seed: int, *parts: str) -> int:
+    digest = hashlib.sha256(":".join([str(seed), *parts]).encode()).digest()
+    return int.from_bytes(digest[:8], "big") % (2**63)
+
+
+def exercise_of(item: pytest.Item) -> str:
+    return Path(str(item.path)).stem.removeprefix("test_")
+
+
+class GradingPlugin:
+    def __init__(self, ctx: GradingContext) -> None:
+        self.ctx = ctx
+        self.outcomes: dict[tuple[str, str], Outcome] = {}
+        self.grader_problems: dict[str, Text] = {}
+        self.sessions: dict[str, StudentSession] = {}
+        self._references: dict[str, object] = {}
+        self._evidence: dict[str, Evidence] = {}
+
+    # ------------------------------------------------------------ collection
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        config.addinivalue_line("markers", "check(id): the manifest check this test implements")
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            exercise = Path(str(report.nodeid).split("::")[0]).stem.removeprefix("test_")
+            detail = str(report.longrepr).strip().splitlines()[-1] if report.longrepr else "?"
+            self.grader_problems[exercise] = say("grader_error", type="collection", message=detail[:500])
+
+    def pytest_collection_modifyitems(self, session, config, items: list[pytest.Item]) -> None:
+        keep, drop = [], []
+        for item in items:
+            manifest = self.ctx.manifests.get(exercise_of(item))
+            marker = item.get_closest_marker("check")
+            if manifest is None:
+                drop.append(item)
+                continue
+            if marker is None or not marker.args:
+                self.grader_problems[manifest.id] = say(
+                    "grader_error", type="grader", message=f"{item.name} has no @check(id) marker"
+                )
+                drop.append(item)
+                continue
+            spec = next((c for c in manifest.checks if c.id == marker.args[0]), None)
+            if spec is None:
+                self.grader_problems[manifest.id] = say(
+                    "grader_error", type="grader", message=f"{item.name}: check {marker.args[0]!r} is not in the manifest"
+                )
+                drop.append(item)
+            elif spec.visibility == "hidden" and not self.ctx.run_hidden:
+                drop.append(item)
+            else:
+                keep.append(item)
+        items[:] = keep
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+
+    # ------------------------------------------------------------ fixtures
+
+    def session_for(self, exercise_id: str) -> StudentSession:
+        if exercise_id not in self.sessions:
+            manifest = self.ctx.manifests[exercise_id]
+            self.sessions[exercise_id] = StudentSession(
+                self.ctx.pool,
+                self.ctx.submission / f"{exercise_id}.py",
+                exercise_id,
+                derive_seed(self.ctx.seed, exercise_id, "worker"),
+                call_seconds=manifest.call_seconds,
+            )
+        return self.sessions[exercise_id]
+
+    @pytest.fixture
+    def student(self, request: pytest.FixtureRequest) -> StudentModule:
+        """The submission's module for this exercise, living in a sandboxed worker."""
+        return self.session_for(exercise_of(request.node)).module()
+
+    @pytest.fixture
+    def reference(self, request: pytest.FixtureRequest):
+        """The hidden reference solution, imported in this (trusted) process."""
+        exercise_id = exercise_of(request.node)
+        if exercise_id not in self._references:
+            path = self.ctx.project.reference_path(exercise_id)
+            spec = importlib.util.spec_from_file_location(f"_reference_{exercise_id}", path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            self._references[exercise_id] = module
+        return self._references[exercise_id]
+
+    @pytest.fixture
+    def rng(self, request: pytest.FixtureRequest) -> torch.Generator:
+        """A generator seeded from the report's seed and this check's id (order-independent)."""
+        marker = request.node.get_closest_marker("check")
+        check_id = marker.args[0] if marker else request.node.name
+        return torch.Generator().manual_seed(derive_seed(self.ctx.seed, exercise_of(request.node), check_id))
+
+    @pytest.fixture
+    def evidence(self, request: pytest.FixtureRequest) -> Evidence:
+        return self._evidence.setdefault(request.node.nodeid, Evidence())
+
+    # ------------------------------------------------------------ outcomes
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
+        yield
+        if call.when == "teardown" or (call.when == "setup" and call.excinfo is None):
+            return
+        marker = item.get_closest_marker("check")
+        key = (exercise_of(item), marker.args[0])
+        outcome = self.classify(call.excinfo.value if call.excinfo else None)
+        ev = self._evidence.get(item.nodeid)
+        if ev:
+            outcome.heatmaps = ev.heatmaps
+        self.outcomes[key] = outcome
+
+    @staticmethod
+    def classify(exc: BaseException | None) -> Outcome:
+        if exc is None:
+            return Outcome("passed")
+        if isinstance(exc, StudentFault):
+            tb = exc.student_traceback if isinstance(exc, StudentCodeError) else ""
+            return Outcome(exc.status, exc.text, exc.diagnosis, exc.diagnosis_params, tb)
+        if isinstance(exc, AssertionError):
+            message = str(exc).strip() or "assertion failed"
+            return Outcome("failed", Text(zh=message, en=message))
+        if isinstance(exc, pytest.skip.Exception):
+            return Outcome("error", say("grader_error", type="skip", message=str(exc)))
+        return Outcome("error", say("grader_error", type=type(exc).__name__, message=str(exc)[:500]))
+
+    def pytest_sessionfinish(self, session) -> None:
+        for student_session in self.sessions.values():
+            student_session.close()
+
+
+def python_path_guard(submission: Path) -> None:
+    """Refuse to grade if the submission folder is on this process's import path."""
+    resolved = submission.resolve()
+    for entry in sys.path:
+        if entry and Path(entry).resolve() == resolved:
+            raise RuntimeError(f"{submission} is on sys.path of the grader; refusing to grade")

@@ -1,0 +1,55 @@
+"""Render a `Report` as terminal text, HTML, Markdown or JSON. Every format comes from the one model.
+
+HTML and Markdown go through Jinja templates (HTML with autoescape); JSON is the model itself.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jinja2
+
+from ..i18n import labels
+from ..models import Report
+
+TEMPLATES = Path(__file__).with_name("templates")
+FORMATS = ("text", "html", "md", "json")
+
+_env = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(TEMPLATES),
+    autoescape=jinja2.select_autoescape(["html.j2"]),
+    trim_blocks=True,
+    lstrip_blocks=True,
+    keep_trailing_newline=True,
+    undefined=jinja2.StrictUndefined,
+)
+
+
+def _fmt(value: float) -> str:
+    return f"{value:g}"
+
+
+def _cell_color(value: float, low: float, high: float) -> str:
+    t = 0.0 if high <= low else (value - low) / (high - low)
+    t = min(max(t, 0.0), 1.0)
+    r, g, b = int(255 - 200 * t), int(255 - 120 * t), int(255 - 40 * t)
+    return f"rgb({r},{g},{b})"
+
+
+_env.filters["pts"] = _fmt
+_env.globals["cell_color"] = _cell_color
+
+
+def render(report: Report, fmt: str, color: bool = False) -> str:
+    if fmt == "json":
+        return report.model_dump_json(indent=2) + "\n"
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
+    template = _env.get_template({"text": "report.txt.j2", "html": "report.html.j2", "md": "report.md.j2"}[fmt])
+    return template.render(r=report, t=labels(report.lang), color=color)
+
+
+def json_schema() -> str:
+    """The JSON Schema of the JSON report, generated from the pydantic models."""
+    return json.dumps(Report.model_json_schema(), indent=2, ensure_ascii=False) + "\n"

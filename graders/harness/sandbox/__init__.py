@@ -1,0 +1,5 @@
+"""The sandbox: a zygote that forks workers, the worker loop, and the wire format between them.
+
+`wire`, `worker`, `zygote` and `isolation` run inside the untrusted side and import only the standard
+library, numpy and torch. `client` is the trusted side's handle on a worker.
+"""

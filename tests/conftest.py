@@ -1,0 +1,54 @@
+"""Shared fixtures: the project, one warm sandbox pool for the whole run, a grading helper."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from graders.harness.project import default_project
+from graders.harness.runner import grade
+from graders.harness.sandbox.client import SandboxPool
+
+torch.set_num_threads(1)  # this process forks nothing, but keep the test run light on 2 cores
+
+PROJECT = default_project()
+EXERCISES = PROJECT.exercise_ids()
+
+
+@pytest.fixture(scope="session")
+def project():
+    return PROJECT
+
+
+@pytest.fixture(scope="session")
+def pool():
+    with SandboxPool() as shared:
+        yield shared
+
+
+@pytest.fixture
+def grade_files(pool, tmp_path):
+    """Grade a submission made of {filename: source text or Path}; returns the Report."""
+
+    def run(files: dict[str, str | Path], exercises=None, seed=1234, lang="en", **kwargs):
+        folder = tmp_path / "submission"
+        folder.mkdir(exist_ok=True)
+        for name, content in files.items():
+            if isinstance(content, Path):
+                shutil.copyfile(content, folder / name)
+            else:
+                (folder / name).write_text(content, encoding="utf-8")
+        return grade(PROJECT, folder, seed=seed, lang=lang, exercises=exercises, pool=pool, **kwargs)
+
+    return run
+
+
+def reference_files(exercises=None) -> dict[str, Path]:
+    return {f"{e}.py": PROJECT.reference_path(e) for e in (exercises or EXERCISES)}
+
+
+def template_files(exercises=None) -> dict[str, Path]:
+    return {f"{e}.py": PROJECT.template_path(e) for e in (exercises or EXERCISES)}
