@@ -23,7 +23,7 @@ from .i18n import Text, say
 from .models import ExerciseManifest, Heatmap
 from .project import Project
 from .sandbox.client import SandboxPool
-from .student import StudentModule, StudentSession
+from .student import StudentModule, StudentSession, read_submission_file
 
 
 def check(check_id: str):
@@ -141,6 +141,12 @@ class GradingPlugin:
     def student(self, request: pytest.FixtureRequest) -> StudentModule:
         """The submission's module for this exercise, living in a sandboxed worker."""
         return self.session_for(exercise_of(request.node)).module()
+
+    @pytest.fixture
+    def student_source(self, request: pytest.FixtureRequest) -> str:
+        """The submission file's text, read as bytes by this process for static checks (never run here)."""
+        path = self.session_for(exercise_of(request.node)).path
+        return read_submission_file(path).decode("utf-8", "replace")
 
     @pytest.fixture
     def reference(self, request: pytest.FixtureRequest):
