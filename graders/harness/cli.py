@@ -17,6 +17,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from .distribution import cmd_build
 from .i18n import Lang
 from .project import ManifestError, Project, default_project
 
@@ -110,7 +111,10 @@ def cmd_schema(argv: list[str], project: Project) -> int:
     return EXIT_OK
 
 
-COMMANDS: dict[str, Callable[[list[str], Project], int]] = {"schema": cmd_schema}
+COMMANDS: dict[str, Callable[[list[str], Project], int]] = {
+    "schema": cmd_schema,
+    "build": cmd_build,
+}
 
 
 def main(argv: list[str] | None = None, project: Project | None = None) -> int:
