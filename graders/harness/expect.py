@@ -8,12 +8,14 @@ the one diagnosis mechanism: checks never chain `if`s to name mistakes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 
 import numpy as np
 import torch
 
-from .errors import CheckFailed
+from .errors import CheckFailed, StudentCodeError
 from .i18n import Text, say
 
 Variant = torch.Tensor | Callable[[], torch.Tensor | None] | None
@@ -139,6 +141,23 @@ def unpack(got, count: int, name: str) -> tuple:
     if not isinstance(got, (tuple, list)) or len(got) != count:
         fail(say("not_tuple", name=name, count=count, got=_describe(got)))
     return tuple(got)
+
+
+@contextmanager
+def known_errors(patterns: Mapping[str, str]) -> Iterator[None]:
+    """Name a known mistake from the exception the student's code raised inside the block.
+
+    `patterns` maps diagnosis ids to regular expressions searched in "<type>: <message>" of the
+    exception (e.g. autograd's "modified by an inplace operation"); the first match names the
+    mistake. The check still fails as the student's exception, with their traceback.
+    """
+    try:
+        yield
+    except StudentCodeError as exc:
+        if exc.diagnosis is None:
+            detail = f"{exc.type_name}: {exc}"
+            exc.diagnosis = next((d for d, pattern in patterns.items() if re.search(pattern, detail)), None)
+        raise
 
 
 def true(condition: bool, text: Text, diagnosis: str | None = None, **params) -> None:
