@@ -29,6 +29,7 @@ import tomllib
 
 from .models import ExerciseManifest
 from .project import Project
+from .validate import check_id_of
 
 Kind = Literal["student", "autograder"]
 KINDS: tuple[Kind, ...] = ("student", "autograder")
@@ -58,17 +59,22 @@ class DistributionError(Exception):
 # ---------------------------------------------------------------- public entry point
 
 
-def write_distribution(project: Project, dest: Path, kind: Kind) -> list[Path]:
+def write_distribution(
+    project: Project, dest: Path, kind: Kind, *, exercises: list[str] | None = None
+) -> list[Path]:
     """Write the `kind` distribution of `project` into `dest` (absent or empty); return the files written.
 
-    Raises `DistributionError` (one line, naming the file at fault) when `dest` is not usable or
-    a hidden check cannot be removed cleanly; `ManifestError` when a manifest is invalid.
+    `exercises` limits the build to those ids (default: every exercise). Raises `DistributionError`
+    (one line, naming the files at fault) when `dest` is not usable, a part of an exercise is
+    missing or a hidden check cannot be removed cleanly; `ManifestError` for an invalid manifest.
+    Nothing is written unless the whole build can be made.
     """
     if kind not in KINDS:
         raise DistributionError(f"unknown distribution {kind!r} (choose from {', '.join(KINDS)})")
     dest = Path(dest)
     _check_destination(project, dest)
-    manifests = project.load_manifests()
+    manifests = project.load_manifests(exercises)
+    _check_parts(project, manifests, kind)
     files = _student_files(project, manifests) if kind == "student" else _autograder_files(project, manifests)
     written = []
     for relative, content in files.items():
@@ -81,6 +87,20 @@ def write_distribution(project: Project, dest: Path, kind: Kind) -> list[Path]:
             target.write_text(content, encoding="utf-8")
         written.append(target)
     return written
+
+
+def _check_parts(project: Project, manifests: list[ExerciseManifest], kind: Kind) -> None:
+    missing = []
+    for manifest in manifests:
+        needed = [project.template_path(manifest.id), project.grader_path(manifest.id)]
+        needed += _statements(project, manifest.id)
+        if kind == "autograder":
+            needed.append(project.reference_path(manifest.id))
+        missing += [str(p.relative_to(project.root)) for p in needed if not p.is_file()]
+    if not (project.root / "grade.py").is_file():
+        missing.append("grade.py")
+    if missing:
+        raise DistributionError(f"cannot build the {kind} distribution, missing: {', '.join(missing)}")
 
 
 def _check_destination(project: Project, dest: Path) -> None:
@@ -123,8 +143,7 @@ def _common_files(project: Project, manifests: list[ExerciseManifest]) -> Files:
         files[Path("pyproject.toml")] = root / "pyproject.toml"
     for manifest in manifests:
         for path in (project.template_path(manifest.id), *_statements(project, manifest.id)):
-            if path.is_file():
-                files[path.relative_to(root)] = path
+            files[path.relative_to(root)] = path
     return files
 
 
@@ -146,11 +165,12 @@ def _autograder_files(project: Project, manifests: list[ExerciseManifest]) -> Fi
     if (project.root / "README.md").is_file():
         files[Path("README.md")] = project.root / "README.md"
     for manifest in manifests:
-        for path in (project.manifest_path(manifest.id), project.reference_path(manifest.id)):
+        for path in (
+            project.manifest_path(manifest.id),
+            project.reference_path(manifest.id),
+            project.grader_path(manifest.id),
+        ):
             files[path.relative_to(project.root)] = path
-        grader = project.grader_path(manifest.id)
-        if grader.is_file():
-            files[grader.relative_to(project.root)] = grader
     return files
 
 
@@ -162,8 +182,7 @@ def _student_files(project: Project, manifests: list[ExerciseManifest]) -> Files
         manifest_path = project.manifest_path(manifest.id)
         files[manifest_path.relative_to(project.root)] = strip_hidden_manifest(manifest_path, hidden)
         grader = project.grader_path(manifest.id)
-        if grader.is_file():
-            files[grader.relative_to(project.root)] = strip_hidden_grader(grader, hidden)
+        files[grader.relative_to(project.root)] = strip_hidden_grader(grader, hidden)
     return files
 
 
@@ -202,18 +221,6 @@ def strip_hidden_manifest(path: Path, hidden: set[str]) -> str:
     return out
 
 
-def _check_id_of(decorator: ast.expr) -> str | None:
-    """`x` for a decorator `@check("x")` or `@pytest.mark.check("x")`, else None."""
-    if not isinstance(decorator, ast.Call) or not decorator.args:
-        return None
-    func = decorator.func
-    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-    first = decorator.args[0]
-    if name == "check" and isinstance(first, ast.Constant) and isinstance(first.value, str):
-        return first.value
-    return None
-
-
 def _defined_names(node: ast.stmt) -> set[str]:
     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
         return {node.name}
@@ -245,11 +252,7 @@ def strip_hidden_grader(path: Path, hidden: set[str]) -> str:
     except SyntaxError as exc:
         raise DistributionError(f"{path}:{exc.lineno}: syntax error: {exc.msg}") from None
     body = list(tree.body)
-    removed = [
-        n
-        for n in body
-        if any(_check_id_of(d) in hidden for d in getattr(n, "decorator_list", []))
-    ]
+    removed = [n for n in body if any(check_id_of(d) in hidden for d in getattr(n, "decorator_list", []))]
     kept = [n for n in body if n not in removed]
     # Drop top-level definitions that only the removed tests needed, until nothing more goes.
     candidates = set().union(*(_used_names(n) for n in removed)) if removed else set()
@@ -258,7 +261,9 @@ def strip_hidden_grader(path: Path, hidden: set[str]) -> str:
         dead = [
             n
             for n in kept
-            if (names := _defined_names(n)) and names <= candidates and not names & still_used
+            if (names := _defined_names(n))
+            and names <= candidates
+            and not names & still_used
             and not any(name.startswith("test_") for name in names)
         ]
         if not dead:
@@ -295,10 +300,10 @@ def _verify_stripped(path: Path, text: str, hidden: set[str]) -> None:
 
 # ---------------------------------------------------------------- `python grade.py build KIND DIR`
 
-Builder = Callable[[Project, Path], list[Path]]
+Builder = Callable[[Project, Path, "list[str] | None"], list[Path]]
 BUILDERS: dict[str, Builder] = {
-    "student": lambda project, dest: write_distribution(project, dest, "student"),
-    "autograder": lambda project, dest: write_distribution(project, dest, "autograder"),
+    "student": lambda project, dest, only: write_distribution(project, dest, "student", exercises=only),
+    "autograder": lambda project, dest, only: write_distribution(project, dest, "autograder", exercises=only),
 }
 
 
@@ -314,9 +319,12 @@ def cmd_build(argv: list[str], project: Project) -> int:
     )
     parser.add_argument("kind", choices=sorted(BUILDERS), help="which distribution")
     parser.add_argument("dest", type=Path, help="a new or empty folder")
+    parser.add_argument(
+        "--exercise", action="append", default=None, metavar="ID", help="only this exercise (repeatable)"
+    )
     args = parser.parse_args(argv)
     try:
-        written = BUILDERS[args.kind](project, args.dest)
+        written = BUILDERS[args.kind](project, args.dest, args.exercise)
     except DistributionError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
