@@ -20,6 +20,8 @@ from pathlib import Path
 from .distribution import cmd_build
 from .i18n import Lang
 from .project import ManifestError, Project, default_project
+from .scaffold import cmd_new
+from .validate import cmd_validate
 
 EXIT_OK, EXIT_BELOW, EXIT_USAGE = 0, 1, 2
 
@@ -114,6 +116,8 @@ def cmd_schema(argv: list[str], project: Project) -> int:
 COMMANDS: dict[str, Callable[[list[str], Project], int]] = {
     "schema": cmd_schema,
     "build": cmd_build,
+    "validate": cmd_validate,
+    "new": cmd_new,
 }
 
 
