@@ -1,0 +1,148 @@
+"""Positional-encoding and permutation maths shared by the graders: float64 oracles and wrong variants.
+
+Like `graders/attention.py`, everything here is re-derived from the formulas (never taken from the
+reference solution), so visible checks can use it. The sinusoidal table is
+
+    PE[pos, 2i]   = sin(pos / 10000^(2i / d_model))
+    PE[pos, 2i+1] = cos(pos / 10000^(2i / d_model))
+
+with positions counted from 0; for an odd d_model the last column is a sine without a cosine
+partner. `pe_variants` computes the tables that the common wrong formulas produce, keyed by
+diagnosis id, so a check can name the mistake a student's table matches.
+
+Permutations follow the exercise's convention: `order` lists the original token indices in their
+new positions, so a permuted sequence is `tokens[order]` and undoing it needs the inverse.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from graders import attention as A
+
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+LESSON_ORDERS: list[list[int]] = [[0, 1, 2, 3, 4], [4, 3, 2, 1, 0], [0, 2, 1, 4, 3]]  # ABCDE, EDCBA, ACBED
+LAYERS = ["query", "key", "value"]
+
+
+# ---------------------------------------------------------------- sinusoidal tables
+
+
+def _positions(seq_len: int, first: int = 0) -> torch.Tensor:
+    return torch.arange(first, first + seq_len, dtype=torch.float64)[:, None]  # (L, 1)
+
+
+def _interleaved(angles: torch.Tensor, swap: bool = False) -> torch.Tensor:
+    """sin on even columns and cos on odd ones (the other way round with `swap`).   (L, d)"""
+    even = torch.zeros(angles.shape[-1], dtype=torch.bool)
+    even[0::2] = True
+    first, second = (torch.cos, torch.sin) if swap else (torch.sin, torch.cos)
+    return torch.where(even, first(angles), second(angles))
+
+
+def column_exponents(d_model: int) -> torch.Tensor:
+    """2i / d_model for every column j (i = j // 2): both columns of a sin/cos pair share it.   (d,)"""
+    j = torch.arange(d_model, dtype=torch.float64)
+    return 2 * torch.div(j, 2, rounding_mode="floor") / d_model
+
+
+def sinusoidal(seq_len: int, d_model: int) -> torch.Tensor:
+    """The correct table in float64.   (seq_len, d_model)"""
+    return _interleaved(_positions(seq_len) / 10000.0 ** column_exponents(d_model))
+
+
+def _concatenated(seq_len: int, d_model: int) -> torch.Tensor:
+    """All sines first, then all cosines (torch.cat instead of interleaving).   (L, d)"""
+    pair_exponents = column_exponents(d_model)[0::2]  # (ceil(d/2),)
+    angles = _positions(seq_len) / 10000.0**pair_exponents  # (L, ceil(d/2))
+    return torch.cat([torch.sin(angles), torch.cos(angles[:, : d_model // 2])], dim=-1)
+
+
+def pe_variants(seq_len: int, d_model: int) -> dict[str, torch.Tensor]:
+    """The table as common wrong formulas compute it, keyed by diagnosis id.   each (L, d)"""
+    pos = _positions(seq_len)
+    j = torch.arange(d_model, dtype=torch.float64)
+    two_i = 2 * torch.div(j, 2, rounding_mode="floor")
+    return {
+        "pe_sin_cos_swapped": _interleaved(pos / 10000.0 ** (two_i / d_model), swap=True),
+        "pe_concatenated": _concatenated(seq_len, d_model),
+        # the angles never multiplied by pos: every row is the row of pos = 1
+        "pe_ignores_position": _interleaved(torch.ones_like(pos) / 10000.0 ** (two_i / d_model)),
+        "pe_positions_from_one": _interleaved(_positions(seq_len, 1) / 10000.0 ** (two_i / d_model)),
+        "pe_exponent_i_over_d": _interleaved(pos / 10000.0 ** (two_i / 2 / d_model)),
+        "pe_exponent_doubled": _interleaved(pos / 10000.0 ** (2 * two_i / d_model)),
+        "pe_odd_column_exponent": _interleaved(pos / 10000.0 ** (j / d_model)),
+        "pe_frequency_inverted": _interleaved(pos * 10000.0 ** (two_i / d_model)),
+    }
+
+
+def rows_all_equal(table: torch.Tensor, atol: float = 1e-6) -> bool:
+    """True when every row of the table is the same vector (no position information at all)."""
+    t = table.detach().double()
+    return bool(torch.allclose(t, t[:1].expand_as(t), rtol=0, atol=atol))
+
+
+def pair_norms(table: torch.Tensor) -> torch.Tensor:
+    """PE[:, 2i]² + PE[:, 2i+1]² for every complete pair: all ones when each pair is (sin θ, cos θ)."""
+    t = table.detach().double()
+    pairs = t.shape[-1] // 2
+    return t[:, 0 : 2 * pairs : 2] ** 2 + t[:, 1 : 2 * pairs : 2] ** 2  # (L, d // 2)
+
+
+# ---------------------------------------------------------------- permutations
+
+
+def inverse(order: list[int]) -> list[int]:
+    """The permutation that undoes `order`: inverse[order[k]] = k."""
+    out = [0] * len(order)
+    for k, original in enumerate(order):
+        out[original] = k
+    return out
+
+
+def restore(outputs: torch.Tensor, order: list[int]) -> torch.Tensor:
+    """Outputs of `x[..., order, :]` put back in the original token order.   (..., L, E)"""
+    return outputs[..., inverse(order), :]
+
+
+def letters(order: list[int]) -> str:
+    return " ".join(LETTERS[i] for i in order)
+
+
+def token_order(got: torch.Tensor, tokens: torch.Tensor, atol: float = 1e-5) -> list[int] | None:
+    """For each row of `got`, the index of the token it equals; None when a row is no token."""
+    if got.dim() != 2 or got.shape != tokens.shape:
+        return None
+    found = []
+    for row in got.detach().double():
+        hits = [i for i, t in enumerate(tokens.double()) if torch.allclose(row, t, rtol=0, atol=atol)]
+        if not hits:
+            return None
+        found.append(hits[0])
+    return found
+
+
+def token_order_estimator(tokens: torch.Tensor, expected: list[int], sample: int):
+    """An `expect.close` estimator naming a sample whose rows are the right tokens in a wrong order."""
+
+    def estimate(got: torch.Tensor):
+        found = token_order(got, tokens)
+        if found is None or found == expected:
+            return None
+        return "wrong_token_order", {"sample": sample, "got": letters(found), "expected": letters(expected)}
+
+    return estimate
+
+
+# ---------------------------------------------------------------- a trusted self-attention layer
+
+
+def attention_layer(embed_dim: int, rng: torch.Generator) -> dict[str, torch.Tensor]:
+    """Seeded weights of a one-head self-attention layer (query, key, value), as a state dict."""
+    return A.linear_weights(LAYERS, embed_dim, embed_dim, rng)
+
+
+def self_attention(x: torch.Tensor, state: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Context vectors of the layer `state` on x in float64, no positions added.   (..., L, E)"""
+    q, k, v = (A.project(x.detach(), state, name) for name in LAYERS)
+    return A.attention(q, k, v)[0]
