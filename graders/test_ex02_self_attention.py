@@ -27,10 +27,15 @@ def call_sdpa(student, q, k, v):
 
 
 def student_layer(student, rng, batch, length, embed):
-    """The student's SimpleSelfAttention(embed), loaded with seeded weights, and an input x."""
+    """The student's SimpleSelfAttention(embed) in eval mode, loaded with seeded weights, and an input x.
+
+    Eval mode, as in exercise 4: an nn.Dropout that eval() switches off is fair; randomness that
+    stays on in eval mode is the mistake `randomness_in_forward`.
+    """
     layer = student.SimpleSelfAttention(embed)
     state = A.linear_weights(LAYERS, embed, embed, rng)
     layer.load_state_dict(state)
+    layer.eval()
     x = torch.randn(batch, length, embed, generator=rng)
     return layer, state, x
 
