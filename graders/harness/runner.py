@@ -18,7 +18,7 @@ from .i18n import Lang, Text, say
 from .models import CheckResult, ExerciseManifest, ExerciseResult, Report
 from .plugin import GradingContext, GradingPlugin, Outcome, python_path_guard
 from .project import Project
-from .sandbox.client import SandboxPool
+from .sandbox.client import SandboxPool, weakest_level
 
 INI = Path(__file__).with_name("pytest_grading.ini")
 
@@ -130,6 +130,7 @@ def build_report(ctx: GradingContext, plugin: GradingPlugin, manifests: list[Exe
         seed=ctx.seed,
         lang=lang,
         isolation=sorted(isolation),
+        isolation_level=weakest_level([s.protections for s in plugin.sessions.values() if s.protections]),
         hidden_checks_skipped=not ctx.run_hidden,
         exercises=exercises,
     )

@@ -44,8 +44,13 @@ def read_submission_file(path: Path) -> bytes:
         raise SubmissionFileError(say("bad_file", file=name, problem="not a regular file"))
     if info.st_size > MAX_SOURCE_BYTES:
         raise SubmissionFileError(say("bad_file", file=name, problem=f"larger than {MAX_SOURCE_BYTES} bytes"))
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    if info.st_nlink > 1:  # a hard link may point at a file the student could not read (the reference)
+        raise SubmissionFileError(say("bad_file", file=name, problem="hard links are refused"))
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     with os.fdopen(fd, "rb") as fh:
+        opened = os.fstat(fh.fileno())  # the file may have been swapped since lstat
+        if (opened.st_dev, opened.st_ino) != (info.st_dev, info.st_ino) or not stat.S_ISREG(opened.st_mode):
+            raise SubmissionFileError(say("bad_file", file=name, problem="the file changed while it was read"))
         return fh.read(MAX_SOURCE_BYTES + 1)
 
 
@@ -56,7 +61,7 @@ class StudentSession:
         self, pool: SandboxPool, path: Path, module_name: str, seed: int, call_seconds: float | None = None
     ) -> None:
         self.pool = pool
-        self.call_seconds = call_seconds or pool.limits.call_seconds
+        self.call_seconds = min(call_seconds or pool.limits.call_seconds, pool.limits.call_seconds)  # pool caps
         self.path = path
         self.module_name = module_name
         self.seed = seed
@@ -76,7 +81,11 @@ class StudentSession:
         self.generation += 1
         self.protections = worker.protections
         self.worker = worker
-        header = self._exchange({"op": "load", "module": self.module_name, "filename": self.path.name}, [self._source])
+        try:
+            header = self._exchange({"op": "load", "module": self.module_name, "filename": self.path.name}, [self._source])
+        except StudentFault as exc:  # a load that hangs or kills its worker does so every time: fail fast after
+            self._load_error = exc
+            raise
         if not header["ok"]:
             self._load_error = self._load_fault(header["error"])
             raise self._load_error

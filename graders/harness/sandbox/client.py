@@ -1,15 +1,23 @@
 """The trusted side's handle on the sandbox: a zygote per grading process, a worker per exercise.
 
 `SandboxPool` starts the zygote (a fresh `python -I` with a cleared environment, never a fork of
-this process) and asks it to fork workers. `SandboxWorker.request` sends one frame and waits for
-the reply under a wall-clock deadline; a worker that misses it, dies, or sends anything malformed
-is killed (SIGKILL to its whole process group) and the caller gets a `SandboxFailure`.
+this process) and asks it to fork workers. `SandboxWorker.request_raw` sends one frame and waits
+for the reply under a wall-clock deadline and a CPU-time budget (read from `/proc/<pid>/stat`
+here, where the submission cannot touch it); a worker that misses either, dies, or sends anything
+malformed is killed (SIGKILL to its whole process group; it is PID 1 of its own PID namespace
+when the kernel allows, so everything it started dies with it), the zygote sweeps up and reaps
+whatever is left, and the caller gets a `SandboxFailure`.
+
+`isolation_level(protections)` sums up what a worker ran under: "full" (root: namespaces, empty
+root file system, own uid, cgroup), "partial" (ordinary user with user namespaces: namespaces and
+empty root, same uid outside) or "minimal" (rlimits and the import allow-list only).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -32,16 +40,44 @@ ALLOWED_IMPORTS = (
 )  # fmt: skip
 
 BOOT = (
-    "import sys; sys.path.insert(0, sys.argv[1]); import sandbox.zygote as z; del sys.path[0]; "
-    "z.main(int(sys.argv[2]), sys.argv[3].split(','))"
+    "import sys, json; sys.path.insert(0, sys.argv[1]); import sandbox.zygote as z; del sys.path[0]; "
+    "z.main(int(sys.argv[2]), json.loads(sys.argv[3]))"
 )
+PASSED_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")  # hardware workarounds, not secrets
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+FULL = frozenset({
+    "pid-namespace", "mount-namespace", "network-namespace", "empty-root", "unprivileged-uid",
+    "no-new-privs", "rlimit:memory", "rlimit:processes", "import-allow-list",
+})  # fmt: skip
+PARTIAL = frozenset({"pid-namespace", "mount-namespace", "network-namespace", "empty-root", "no-new-privs"})
+
+
+def isolation_level(protections) -> str:
+    """'full', 'partial' or 'minimal': the summary a report states next to the list."""
+    have = set(protections)
+    if not have:
+        return "none"
+    if FULL <= have:
+        return "full"
+    if PARTIAL <= have:
+        return "partial"
+    return "minimal"
+
+
+def weakest_level(protection_lists) -> str:
+    """The level of the least protected worker among several (one per exercise)."""
+    order = ["none", "minimal", "partial", "full"]
+    levels = [isolation_level(p) for p in protection_lists]
+    return min(levels, key=order.index) if levels else "none"
 
 
 @dataclass(frozen=True)
 class Limits:
     """Per-worker limits. Times in seconds, sizes in bytes."""
 
-    call_seconds: float = 10.0
+    call_seconds: float = 120.0  # caps each exercise's own deadline (its manifest's call_seconds)
+    call_cpu_seconds: float | None = None  # CPU budget of one call; None: the call's wall deadline
     cpu_seconds: int = 60
     memory_bytes: int = 3 << 30
     file_bytes: int = 1 << 20
@@ -49,7 +85,9 @@ class Limits:
     processes: int = 64
     output_bytes: int = 16 << 10
     reply_bytes: int = 64 << 20
+    tmp_bytes: int = 16 << 20
     start_seconds: float = 10.0
+    reap_seconds: float = 5.0
 
     def for_worker(self) -> dict:
         return {
@@ -58,6 +96,7 @@ class Limits:
             "file_bytes": self.file_bytes,
             "open_files": self.open_files,
             "processes": self.processes,
+            "tmp_bytes": self.tmp_bytes,
         }
 
 
@@ -105,21 +144,48 @@ class CapturedOutput:
 
 
 class SandboxPool:
-    """One zygote, started lazily, from which every worker of this process is forked."""
+    """One zygote, started lazily, from which every worker of this process is forked.
 
-    def __init__(self, limits: Limits | None = None) -> None:
+    `run_as=(uid, gid)` makes the zygote drop to that user once it has imported everything (how an
+    installation without root, or a test of one, runs); `isolate=False` turns namespaces off and
+    `userns=False` forbids user namespaces, to see what the lower isolation levels still hold.
+    """
+
+    def __init__(
+        self,
+        limits: Limits | None = None,
+        *,
+        run_as: tuple[int, int] | None = None,
+        isolate: bool = True,
+        userns: bool = True,
+    ) -> None:
         self.limits = limits or Limits()
+        self.options = {"run_as": list(run_as) if run_as else None, "isolate": isolate, "userns": userns}
         self._proc: subprocess.Popen | None = None
         self._control: socket.socket | None = None
         self._lock = threading.Lock()
         self._tmp = tempfile.TemporaryDirectory(prefix="agw-zygote-")
         self.zygote_pid: int | None = None
+        self.mode: str | None = None  # "root", "userns" or "none", as the zygote found it
 
     def _start(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        env = {
+            "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+            "OPENBLAS_NUM_THREADS": "1",  # one thread: the zygote must stay single-threaded to unshare
+            **{k: os.environ[k] for k in PASSED_ENV if k in os.environ},
+        }  # fmt: skip
+        options = dict(self.options, allowed_imports=list(ALLOWED_IMPORTS))
         self._proc = subprocess.Popen(
-            [sys.executable, "-I", "-c", BOOT, str(SANDBOX_PARENT), str(theirs.fileno()), ",".join(ALLOWED_IMPORTS)],
+            [
+                sys.executable,
+                "-I",
+                "-c",
+                BOOT,
+                str(SANDBOX_PARENT),
+                str(theirs.fileno()),
+                json.dumps(options),
+            ],
             env=env,
             cwd=self._tmp.name,
             stdin=subprocess.DEVNULL,
@@ -138,6 +204,7 @@ class SandboxPool:
         if not hello or not hello.get("ready"):
             raise SandboxUnavailable(f"the sandbox zygote did not start; {self._log()}")
         self.zygote_pid = hello["pid"]
+        self.mode = hello.get("mode", "none")
 
     def _log(self) -> str:
         try:
@@ -166,9 +233,26 @@ class SandboxPool:
         finally:
             theirs.close()
             os.close(out_w)
+        if type(reply.get("pid")) is not int:
+            ours.close()
+            os.close(out_r)
+            raise SandboxUnavailable(f"the sandbox could not start a worker: {reply.get('error', reply)}")
         worker = SandboxWorker(self, reply["pid"], ours, out_r)
-        hello = worker.request_raw(None, self.limits.start_seconds)[0]
-        worker.protections = list(hello.get("protections", []))
+        try:
+            hello = worker.request_raw(None, self.limits.start_seconds)[0]
+        except SandboxFailure as exc:
+            worker.close()
+            worker._reader.join(1.0)
+            raise SandboxUnavailable(
+                f"a sandbox worker did not start ({exc}): {worker.output.text()[-1500:]}"
+            ) from None
+        if hello.get("ready") is not True or type(hello.get("protections")) is not list:
+            worker.close()
+            raise WorkerProtocolError("the worker did not say it was ready")
+        names = [str(p) for p in hello["protections"] + reply.get("protections", [])]
+        worker.protections = sorted(
+            {*names, "import-allow-list", "output-cap", "wall-clock-deadline", "cpu-deadline"}
+        )
         return worker
 
     def exit_status(self, pid: int, wait: float = 0.5) -> str:
@@ -176,6 +260,14 @@ class SandboxPool:
             return self._ask({"op": "status", "pid": pid, "wait": wait})["status"]
         except SandboxUnavailable:
             return "unknown"
+
+    def reap(self, pid: int, wait: float | None = None) -> dict:
+        """SIGKILL worker `pid` and its whole tree, sweep what it left behind, collect the zombies."""
+        wait = self.limits.reap_seconds if wait is None else wait
+        try:
+            return self._ask({"op": "reap", "pid": pid, "wait": wait})
+        except SandboxUnavailable:
+            return {"status": "unknown", "swept": 0, "left": -1}
 
     def close(self) -> None:
         if self._control is not None:
@@ -196,6 +288,15 @@ class SandboxPool:
         self.close()
 
 
+EXIT_NAMES = {
+    "signal:9": "killed (SIGKILL, probably a resource limit)",
+    "signal:24": "stopped by the CPU-time limit (SIGXCPU)",
+    "signal:25": "stopped by the file-size limit (SIGXFSZ)",
+    "signal:11": "segmentation fault (SIGSEGV)",
+    "signal:6": "aborted (SIGABRT)",
+}
+
+
 class SandboxWorker:
     """One forked worker: a socket for requests, a pipe for what it prints."""
 
@@ -206,6 +307,8 @@ class SandboxWorker:
         self.alive = True
         self.protections: list[str] = []
         self.output = CapturedOutput(pool.limits.output_bytes)
+        self._closed: dict | None = None
+        self._seq = 0
         self._reader = threading.Thread(target=self._drain, args=(out_fd,), daemon=True)
         self._reader.start()
 
@@ -214,16 +317,48 @@ class SandboxWorker:
             while chunk := pipe.read(65536):
                 self.output.feed(chunk)
 
-    def request_raw(self, header: dict | None, timeout: float, buffers: list[bytes] = ()) -> tuple[dict, list[bytes]]:
+    def cpu_time(self) -> float | None:
+        """CPU seconds the worker has used (all its threads and reaped children), from /proc."""
+        try:
+            with open(f"/proc/{self.pid}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            return None
+        return sum(int(f) for f in fields[11:15]) / CLOCK_TICKS
+
+    def _wait_readable(self, deadline: float, cpu_budget: float) -> None:
+        """Wait for the first byte of the reply; raise `WorkerTimeout` past the wall or CPU budget."""
+        start = self.cpu_time()
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise wire.ChannelTimeout()
+            ready, _, _ = select.select([self.sock], [], [], min(left, 0.05))
+            if ready:
+                return
+            used = self.cpu_time()
+            if start is not None and used is not None and used - start > cpu_budget:
+                self.kill()
+                raise WorkerTimeout(f"more than {cpu_budget:g} s of CPU time")
+
+    def request_raw(
+        self, header: dict | None, timeout: float, buffers: list[bytes] = ()
+    ) -> tuple[dict, list[bytes]]:
         """Send `header` (or nothing, to read the hello frame) and return the validated reply frame."""
         if not self.alive:
             raise WorkerCrashed("the worker is no longer running")
         deadline = time.monotonic() + timeout
+        cpu_budget = min(timeout, self.pool.limits.call_cpu_seconds or timeout)
+        self._seq += 1
         try:
             if header is not None:
                 self.sock.settimeout(timeout)
-                wire.send_frame(self.sock, header, buffers)
-            return wire.recv_frame(self.sock, deadline, self.pool.limits.reply_bytes)
+                wire.send_frame(self.sock, dict(header, cpu=cpu_budget, seq=self._seq), buffers)
+            self._wait_readable(deadline, cpu_budget)
+            reply, bufs = wire.recv_frame(self.sock, deadline, self.pool.limits.reply_bytes)
+            if header is not None and reply.get("seq") != self._seq:  # forged or stale: out of turn
+                raise wire.WireError("a reply arrived out of turn")
+            return reply, bufs
         except (wire.ChannelTimeout, TimeoutError) as exc:
             self.kill()
             raise WorkerTimeout(f"no answer within {timeout:g} s") from exc
@@ -237,18 +372,24 @@ class SandboxWorker:
 
     def _describe_exit(self) -> str:
         status = self.pool.exit_status(self.pid, wait=1.0)
-        return {"signal:9": "killed (SIGKILL, probably a resource limit)"}.get(status, status)
+        return EXIT_NAMES.get(status, status)
 
     def kill(self) -> None:
+        """SIGKILL the worker's process group now (the zygote's `reap` in `close` sweeps the rest)."""
         if not self.alive:
             return
         self.alive = False
-        try:
-            os.killpg(self.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        for kill in (os.killpg, os.kill):
+            try:
+                kill(self.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
         self.sock.close()
 
-    def close(self) -> None:
+    def close(self) -> dict:
+        """Kill the worker and everything it started; return the zygote's account (status, swept, left)."""
+        if self._closed is not None:
+            return self._closed
         self.kill()
-        self.pool.exit_status(self.pid, wait=0.5)
+        self._closed = self.pool.reap(self.pid)
+        return self._closed

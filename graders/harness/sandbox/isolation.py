@@ -1,14 +1,302 @@
-"""Protections a freshly forked worker applies to itself before it runs any student code.
+"""The protections a sandboxed worker runs under, applied by the zygote and the freshly forked worker.
 
-Each protection that took effect is named in the list `enter` returns, so every report can state
-the isolation level it ran under. Imports: standard library only.
+Three privilege modes, found once when the zygote starts (`probe_privilege`):
+
+* ``root``: the grader runs as root. Each worker gets new PID, mount, network, IPC and UTS
+  namespaces, an empty private root file system (a size-capped tmpfs holding only ``/tmp``, so
+  ``reference/``, ``graders/``, the submission folders, ``/proc`` and the grader's temporary
+  folders do not exist for it), its own cgroup (memory and process caps for the whole tree), its
+  own unprivileged uid (``setgroups([])``, ``setresgid``, ``setresuid``) and ``NO_NEW_PRIVS``.
+* ``userns``: an ordinary user on a kernel that allows user namespaces. The zygote enters a user
+  namespace (it must be single-threaded then: OpenBLAS is started with one thread) and workers get
+  the same namespaces and empty root, then drop every capability. They keep the user's uid outside
+  the namespace, and no cgroup is made.
+* ``none``: neither. Rlimits, a session of their own, and the zygote's sweep as child subreaper.
+
+Every function returns the names of the protections that took effect: they end up in each
+report, so a report always says what it ran under. Imports: standard library only.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
+import platform
 import resource
 import signal
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REC, MS_PRIVATE = 0x4000, 1 << 18
+MNT_DETACH = 2
+
+PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+PR_CAPBSET_DROP = 24
+PR_SET_CHILD_SUBREAPER = 36
+PR_SET_NO_NEW_PRIVS = 38
+PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
+CAP_SYS_ADMIN = 21
+
+_SYSCALLS = {  # (pivot_root, capset, capget)
+    "x86_64": (155, 126, 125),
+    "aarch64": (41, 91, 90),
+}
+
+SANDBOX_UID_BASE = 2_100_000_000  # far above any real account; one uid per live worker
+SANDBOX_UID_SLOTS = 64
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+class IsolationError(OSError):
+    pass
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        err = ctypes.get_errno()
+        raise IsolationError(err, f"{what}: {os.strerror(err)}")
+
+
+def prctl(option: int, arg: int = 0) -> None:
+    _check(_libc.prctl(option, ctypes.c_ulong(arg), 0, 0, 0), f"prctl({option})")
+
+
+def _effective_caps() -> int:
+    """This process's effective capability set, by `capget` (works without /proc)."""
+    syscalls = _SYSCALLS.get(platform.machine())
+    if syscalls is None:
+        return -1
+    header = _CapHeader(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
+    data = (_CapData * 2)()
+    if _libc.syscall(syscalls[2], ctypes.byref(header), data) != 0:
+        return -1
+    return data[0].effective | data[1].effective << 32
+
+
+def _threads() -> int:
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return 1
+
+
+# ---------------------------------------------------------------- the zygote's side
+
+
+def drop_to_user(uid: int, gid: int) -> None:
+    """Become `uid`/`gid` for good (used to run the zygote as an ordinary user, e.g. in tests)."""
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+    prctl(PR_SET_DUMPABLE, 1)  # as an ordinary process of that user: /proc/self stays its own
+
+
+def probe_privilege(allow_userns: bool = True) -> str:
+    """'root', 'userns' (this process is now root inside a new user namespace) or 'none'."""
+    if os.geteuid() == 0 and _effective_caps() > 0 and _effective_caps() >> CAP_SYS_ADMIN & 1:
+        return "root"
+    if not allow_userns or _threads() != 1:  # unshare(CLONE_NEWUSER) needs a single thread
+        return "none"
+    uid, gid = os.geteuid(), os.getegid()
+    if _libc.unshare(CLONE_NEWUSER) != 0:
+        return "none"
+    try:
+        for name, text in (("setgroups", "deny"), ("uid_map", f"0 {uid} 1"), ("gid_map", f"0 {gid} 1")):
+            with open(f"/proc/self/{name}", "w") as fh:
+                fh.write(text)
+        os.setresgid(0, 0, 0)
+        os.setresuid(0, 0, 0)
+    except OSError:
+        return "none"
+    return "userns"
+
+
+def become_subreaper() -> bool:
+    """Orphans of workers (daemons, double forks) are re-parented to this process, to be swept."""
+    try:
+        prctl(PR_SET_CHILD_SUBREAPER, 1)
+        return True
+    except OSError:
+        return False
+
+
+def unshare_namespaces(mode: str) -> list[str]:
+    """In the intermediate child: new namespaces; the next fork becomes PID 1 of the new PID namespace."""
+    if mode == "none":
+        return []
+    flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS
+    _check(_libc.unshare(flags), "unshare")
+    return ["pid-namespace", "mount-namespace", "network-namespace", "ipc-namespace"]
+
+
+class Cgroup:
+    """A cgroup per worker (root mode only): memory and process caps on the worker's whole tree."""
+
+    def __init__(self, name: str, memory_bytes: int, processes: int) -> None:
+        self.dirs: list[str] = []
+        self.applied: list[str] = []
+        for controller, files in (
+            ("memory", {"memory.limit_in_bytes": memory_bytes, "memory.max": memory_bytes}),
+            ("pids", {"pids.max": processes}),
+        ):
+            base = _cgroup_dir(controller)
+            if base is None:
+                continue
+            path = os.path.join(base, name)
+            try:
+                os.mkdir(path)
+            except OSError:
+                continue
+            self.dirs.append(path)
+            wrote = False
+            for fname, value in files.items():
+                try:
+                    with open(os.path.join(path, fname), "w") as fh:
+                        fh.write(str(value))
+                    wrote = True
+                except OSError:
+                    pass
+            if wrote:
+                self.applied.append(f"cgroup:{controller}")
+
+    def add(self, pid: int) -> bool:
+        ok = bool(self.dirs)
+        for path in self.dirs:
+            try:
+                with open(os.path.join(path, "cgroup.procs"), "w") as fh:
+                    fh.write(str(pid))
+            except OSError:
+                ok = False
+        return ok
+
+    def remove(self) -> None:
+        for path in self.dirs:
+            try:
+                os.rmdir(path)
+            except OSError:
+                pass
+        self.dirs = []
+
+
+def _cgroup_dir(controller: str) -> str | None:
+    """This process's own cgroup directory for `controller` (v1), or its v2 directory."""
+    try:
+        with open("/proc/self/cgroup") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _id, names, path = line.split(":", 2)
+        if controller in names.split(","):
+            candidate = f"/sys/fs/cgroup/{controller}{path}"
+            if os.path.isdir(candidate):
+                return candidate
+    for line in lines:  # pure cgroup v2
+        if line.startswith("0::"):
+            candidate = "/sys/fs/cgroup" + line[3:]
+            try:
+                with open(os.path.join(candidate, "cgroup.controllers")) as fh:
+                    if controller in fh.read().split():
+                        return candidate
+            except OSError:
+                pass
+    return None
+
+
+# ---------------------------------------------------------------- the worker's side
+
+
+def private_root(tmp_bytes: int) -> list[str]:
+    """Replace the whole file system view by an empty tmpfs of `tmp_bytes` that holds only /tmp.
+
+    After this the worker sees no project, no grader, no /proc, no interpreter files: it runs on
+    what the zygote imported before the fork. `pivot_root` + a detached unmount of the old root
+    leave nothing to escape back to.
+    """
+    syscalls = _SYSCALLS.get(platform.machine())
+    if syscalls is None:
+        return []
+    _check(_libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate /")
+    size = max(int(tmp_bytes), 1 << 20)
+    opts = f"size={size},nr_inodes=4096,mode=755".encode()
+    _check(_libc.mount(b"sandbox", b"/tmp", b"tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts), "mount tmpfs")
+    os.mkdir("/tmp/.old", 0o700)
+    _check(_libc.syscall(syscalls[0], b"/tmp", b"/tmp/.old"), "pivot_root")
+    os.chdir("/")
+    _check(_libc.umount2(b"/.old", MNT_DETACH), "umount old root")
+    os.rmdir("/.old")
+    os.mkdir("/tmp", 0o1777)
+    os.chmod("/tmp", 0o1777)
+    return ["empty-root", "private-tmp"]
+
+
+def sandbox_uid(zygote_pid: int, slot: int) -> int:
+    return SANDBOX_UID_BASE + (zygote_pid % 16384) * SANDBOX_UID_SLOTS + slot
+
+
+def drop_privileges(mode: str, uid: int | None) -> list[str]:
+    """Root: switch to `uid` with no groups. User namespace: drop every capability."""
+    applied = []
+    if mode == "root" and uid is not None:
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+        applied.append("unprivileged-uid")
+    elif mode == "userns":
+        last = _last_cap()
+        for cap in range(last + 1):
+            try:
+                prctl(PR_CAPBSET_DROP, cap)
+            except OSError:
+                pass
+        _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+        _clear_capabilities()
+        applied.append("capabilities-dropped")
+    if mode != "none" and _effective_caps() == 0:
+        applied.append("no-capabilities")
+    try:
+        prctl(PR_SET_NO_NEW_PRIVS, 1)
+        applied.append("no-new-privs")
+    except OSError:
+        pass
+    return applied
+
+
+def _last_cap() -> int:
+    try:
+        with open("/proc/sys/kernel/cap_last_cap") as fh:
+            return int(fh.read())
+    except (OSError, ValueError):
+        return 40
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
+
+
+def _clear_capabilities() -> None:
+    syscalls = _SYSCALLS.get(platform.machine())
+    if syscalls is None:
+        return
+    header = _CapHeader(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
+    data = (_CapData * 2)()
+    _check(_libc.syscall(syscalls[1], ctypes.byref(header), data), "capset")
 
 
 def _set_limit(kind: int, value: int) -> None:
@@ -39,10 +327,23 @@ def apply_rlimits(limits: dict) -> list[str]:
     return applied
 
 
-def enter(config: dict) -> list[str]:
-    """Apply every protection this process can; return the names of those that took effect."""
-    for sig in (signal.SIGCHLD, signal.SIGPIPE, signal.SIGINT, signal.SIGTERM):
+def reset_signals() -> None:
+    for sig in (signal.SIGCHLD, signal.SIGPIPE, signal.SIGINT, signal.SIGTERM, signal.SIGXCPU):
         signal.signal(sig, signal.SIG_DFL)
-    protections = ["fresh-interpreter", "own-process-group"]
-    protections += apply_rlimits(config.get("limits", {}))
-    return protections
+
+
+def set_call_cpu_limit(seconds: float) -> None:
+    """Lower the soft CPU limit to what this process has used plus `seconds` (SIGXCPU past it).
+
+    The hard limit (the worker's total) stays, so the next call can raise the soft limit again.
+    """
+    try:
+        used = resource.getrusage(resource.RUSAGE_SELF)
+        spent = used.ru_utime + used.ru_stime
+        _soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+        soft = int(spent + seconds) + 1
+        if hard != resource.RLIM_INFINITY:
+            soft = min(soft, hard)
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+    except (ValueError, OSError):
+        pass

@@ -264,7 +264,11 @@ def recv_frame(
     if type(header) is not dict:
         raise WireError("header is not an object")
     sizes = header.get("buffers", [])
-    if type(sizes) is not list or len(sizes) > MAX_BUFFERS or not all(type(s) is int and s >= 0 for s in sizes):
+    if (
+        type(sizes) is not list
+        or len(sizes) > MAX_BUFFERS
+        or not all(type(s) is int and s >= 0 for s in sizes)
+    ):
         raise WireError("buffer list is malformed")
     if sum(sizes) > max_buffer_bytes:
         raise WireError(f"reply of {sum(sizes)} bytes is over the {max_buffer_bytes}-byte cap")

@@ -3,20 +3,26 @@
 Requests arrive as wire frames on one socket; every reply carries only plain data (JSON and raw
 tensor bytes). Objects that are not data (modules, functions, nn.Modules) stay here and travel as
 handles. A student exception, `SystemExit` included, becomes an error reply with the traceback
-trimmed to the student's own files. Imports: standard library, numpy, torch, `wire`.
+trimmed to the student's own files. Imports: standard library, numpy, torch, `wire`, `isolation`.
+
+Imports follow one rule everywhere: the student's own `import` statements must name a module of
+the allow-list, and no module can be loaded from disk once the worker runs (`seal_imports`), so
+a submission sees exactly what the zygote imported, whether the worker runs on an empty root file
+system (root, user namespaces) or not: what passes locally passes in an LMS.
 """
 
 from __future__ import annotations
 
 import builtins
 import importlib
+import importlib.machinery
 import sys
 import traceback
 import types
 
 import torch
 
-from . import wire
+from . import isolation, wire
 
 MAX_MESSAGE_CHARS = 2000
 
@@ -79,6 +85,15 @@ class Worker:
     def install_import_guard(self) -> None:
         builtins.__import__ = self._guarded_import(builtins.__import__)
 
+    @staticmethod
+    def seal_imports() -> None:
+        """From now on only modules already in `sys.modules` (or built into the interpreter) import."""
+        keep = (importlib.machinery.BuiltinImporter, importlib.machinery.FrozenImporter)
+        sys.meta_path[:] = [finder for finder in sys.meta_path if finder in keep]
+        sys.path_hooks.clear()
+        sys.path_importer_cache.clear()
+        sys.path[:] = []
+
     # ------------------------------------------------------------ ops
 
     def op_load(self, req, bufs):
@@ -122,7 +137,7 @@ class Worker:
         outputs = fn(*args)
         leaves = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
         loss = None
-        for leaf, cot in zip(leaves, cotangents):
+        for leaf, cot in zip(leaves, cotangents, strict=False):  # a wrong output count fails later
             if cot is not None and isinstance(leaf, torch.Tensor) and leaf.requires_grad:
                 term = (leaf * cot.to(leaf.dtype)).sum()
                 loss = term if loss is None else loss + term
@@ -140,7 +155,11 @@ class Worker:
     def op_introspect(self, req, bufs):
         obj = self._target(req["target"])
         t = type(obj)
-        info = {"class": t.__qualname__, "module": t.__module__, "is_nn_module": isinstance(obj, torch.nn.Module)}
+        info = {
+            "class": t.__qualname__,
+            "module": t.__module__,
+            "is_nn_module": isinstance(obj, torch.nn.Module),
+        }
         if isinstance(obj, torch.nn.Module):
             info["training"] = obj.training
             info["parameters"] = [[n, list(p.shape), p.requires_grad] for n, p in obj.named_parameters()]
@@ -165,9 +184,7 @@ class Worker:
         except BaseException:
             message = "<the exception could not be printed>"
         try:
-            frames = [
-                f for f in traceback.extract_tb(exc.__traceback__) if f.filename in self.student_files
-            ]
+            frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename in self.student_files]
             tb = "".join(traceback.format_list(frames))[-4 * MAX_MESSAGE_CHARS :]
         except BaseException:
             tb = ""
@@ -190,20 +207,24 @@ class Worker:
             except wire.WireError:
                 return
             handler = self.OPS.get(req.get("op"))
+            cpu = req.get("cpu")
+            if type(cpu) in (int, float) and cpu > 0:
+                isolation.set_call_cpu_limit(cpu)
             try:
                 result = handler(self, req, bufs)
                 header, out = result if isinstance(result, tuple) else (result, [])
             except BaseException as exc:  # student code may raise anything, SystemExit included
                 header, out = self._error_reply(exc), []
+            header["seq"] = req.get("seq")  # replies answer one request each, in turn
             try:
                 frame = wire.pack_frame(header, out)
             except BaseException as exc:
-                frame = wire.pack_frame(self._error_reply(exc))
+                frame = wire.pack_frame(dict(self._error_reply(exc), seq=req.get("seq")))
             self.sock.sendall(frame)
 
 
 def main(sock, allowed_imports) -> None:
     worker = Worker(sock, frozenset(allowed_imports))
     worker.install_import_guard()
-    importlib.invalidate_caches()
+    worker.seal_imports()
     worker.serve()

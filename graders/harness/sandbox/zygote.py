@@ -3,12 +3,21 @@
 Started by the trusted side as `python -I -c BOOT` with a cleared environment and a working
 directory outside the project, so nothing of the grader is inherited. torch runs on one thread
 before any op (forking after multi-threaded OpenMP work can deadlock the child), every module a
-submission may import is imported here (after a uid switch the interpreter's files may be
-unreadable), and torch is warmed so that its lazy imports have already happened.
+submission may import is imported here (workers run on an empty file system and can use only what
+was imported before the fork), and torch is warmed so that its lazy imports have already happened.
+
+A spawn forks twice: the intermediate child enters new namespaces (PID, mount, network, IPC,
+UTS; see `isolation`) and forks the worker, which becomes PID 1 of its own PID namespace, so
+killing it kills everything the submission started. The intermediate exits at once; the worker
+is re-parented here (this process is a child subreaper). In root mode the worker also gets its
+own cgroup and uid. `reap` kills a worker, sweeps up anything left behind (orphans re-parented
+here, without PID namespaces) and collects every zombie.
 
 Control protocol (SOCK_SEQPACKET, JSON messages):
-  {"op": "spawn", "config": {...}} + fds [channel, output]  ->  {"pid": N}
-  {"op": "status", "pid": N, "wait": seconds}               ->  {"status": "running" | "exited:N" | "signal:N" | "unknown"}
+  {"op": "spawn", "config": {...}} + fds [channel, output]  ->  {"pid": N, "protections": [...]}
+  {"op": "status", "pid": N, "wait": seconds}               ->  {"status": "running" | "exited:N" | "signal:N"
+                                                                          | "unknown"}
+  {"op": "reap", "pid": N, "wait": seconds}                 ->  {"status": ..., "swept": N, "left": N}
   {"op": "exit"}
 """
 
@@ -17,12 +26,23 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import select
 import signal
 import socket
+import struct
 import sys
 import time
+import traceback
+
+from . import isolation
 
 MAX_CONTROL_BYTES = 1 << 16
+EXTRA_IMPORTS = (
+    "numpy.linalg", "numpy.random", "numpy.fft", "numpy.testing", "torch.nn.functional", "torch.linalg",
+    "torch.fft", "torch.testing", "torch.autograd", "torch.nn.init", "torch.distributions",
+    "encodings.ascii", "encodings.latin_1", "encodings.utf_8", "encodings.idna", "traceback", "linecache",
+    "tokenize", "unicodedata", "json", "struct",
+)  # fmt: skip
 
 
 def _warm_torch() -> None:
@@ -36,19 +56,52 @@ def _warm_torch() -> None:
     out, w = mha(x, x, x, average_attn_weights=False)
     lin = torch.nn.Linear(8, 8)
     y = F.scaled_dot_product_attention(lin(x), x, x) + torch.einsum("bld,bmd->blm", x, x).softmax(-1) @ x
+    y = (
+        y
+        + torch.matmul(x, x.transpose(-2, -1)).masked_fill(torch.ones(3, 3, dtype=torch.bool).tril(), -1e9)
+        @ x
+    )
     (out.sum() + w.sum() + y.sum() + torch.bmm(x, x.transpose(1, 2)).sum()).backward()
     torch.nn.Dropout(0.1).eval()(x)
+    lin.load_state_dict(lin.state_dict())
+    repr(lin), repr(x), str(torch.tensor([1.5, float("nan")]))
     torch.testing.assert_close(x, x)
     x.detach().numpy()
+    torch.from_numpy(x.detach().numpy()).double().sum().item()
+
+
+def preimport(names) -> None:
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
 
 
 class Zygote:
-    def __init__(self, control: socket.socket) -> None:
+    def __init__(self, control: socket.socket, mode: str) -> None:
         self.control = control
+        self.mode = mode
         self.statuses: dict[int, str] = {}
-        self.children: set[int] = set()
+        self.children: dict[int, int] = {}  # live worker pid -> uid slot
+        self.cgroups: dict[int, isolation.Cgroup] = {}
+        self.spawned = 0
+
+    # ------------------------------------------------------------ children
+
+    def _record(self, pid: int, status: int) -> None:
+        if pid in self.children:
+            del self.children[pid]
+            if os.WIFSIGNALED(status):
+                self.statuses[pid] = f"signal:{os.WTERMSIG(status)}"
+            else:
+                self.statuses[pid] = f"exited:{os.waitstatus_to_exitcode(status)}"
+        cgroup = self.cgroups.pop(pid, None)
+        if cgroup is not None:
+            cgroup.remove()
 
     def reap(self) -> None:
+        """Collect every exited child (workers and swept orphans alike)."""
         while True:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
@@ -56,27 +109,108 @@ class Zygote:
                 return
             if pid == 0:
                 return
-            self.children.discard(pid)
-            if os.WIFSIGNALED(status):
-                self.statuses[pid] = f"signal:{os.WTERMSIG(status)}"
-            else:
-                self.statuses[pid] = f"exited:{os.waitstatus_to_exitcode(status)}"
+            self._record(pid, status)
+
+    def _strays(self) -> list[int]:
+        """Processes re-parented here that are not live workers: orphans a submission left behind."""
+        me, found = os.getpid(), []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) in self.children or int(entry) == me:
+                continue
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as fh:
+                    fields = fh.read().rsplit(b")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == me and fields[0] != b"Z":
+                found.append(int(entry))
+        return found
+
+    def sweep(self, deadline: float) -> int:
+        swept = 0
+        while True:
+            self.reap()
+            strays = self._strays()
+            if not strays or time.monotonic() > deadline:
+                return swept
+            for pid in strays:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    swept += 1
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.002)
+
+    # ------------------------------------------------------------ ops
 
     def spawn(self, config: dict, fds: list[int]) -> dict:
         channel_fd, output_fd = fds
-        pid = os.fork()
-        if pid == 0:
-            try:
-                self._become_worker(config, channel_fd, output_fd)
-            finally:
-                os._exit(70)
-        os.close(channel_fd)
-        os.close(output_fd)
-        self.children.add(pid)
-        return {"pid": pid}
+        try:
+            return self._spawn(config, channel_fd, output_fd)
+        finally:
+            os.close(channel_fd)
+            os.close(output_fd)
 
-    def _become_worker(self, config: dict, channel_fd: int, output_fd: int) -> None:
-        from . import isolation, wire, worker
+    def _spawn(self, config: dict, channel_fd: int, output_fd: int) -> dict:
+        used = set(self.children.values())
+        slot = next((s for s in range(isolation.SANDBOX_UID_SLOTS) if s not in used), None)
+        if slot is None:
+            return {"error": "too many live workers"}
+        uid = isolation.sandbox_uid(os.getpid(), slot) if self.mode == "root" else None
+        limits = config.get("limits", {})
+        cgroup = None
+        if self.mode == "root":
+            self.spawned += 1
+            cgroup = isolation.Cgroup(
+                f"agw-{os.getpid()}-{self.spawned}", int(limits.get("memory_bytes", 3 << 30)),
+                int(limits.get("processes", 64)),
+            )  # fmt: skip
+        r, w = os.pipe()
+        middle = os.fork()
+        if middle == 0:  # the intermediate: new namespaces, then the worker
+            try:
+                os.close(r)
+                try:
+                    namespaces = isolation.unshare_namespaces(self.mode)
+                except OSError:
+                    namespaces = []
+                pid = os.fork()
+                if pid == 0:
+                    os.close(w)
+                    try:
+                        self._become_worker(config, channel_fd, output_fd, namespaces, uid)
+                    except BaseException:
+                        traceback.print_exc()  # to the worker's output pipe once it is set up
+                        sys.stderr.flush()
+                    finally:
+                        os._exit(70)
+                os.write(w, struct.pack("=i", pid))
+            finally:
+                os._exit(0)
+        os.close(w)
+        try:
+            ready, _, _ = select.select([r], [], [], 10.0)
+            raw = os.read(r, 4) if ready else b""
+        finally:
+            os.close(r)
+            os.waitpid(middle, 0)
+        if len(raw) != 4:
+            if cgroup is not None:
+                cgroup.remove()
+            return {"error": "the worker could not be forked"}
+        (pid,) = struct.unpack("=i", raw)
+        self.children[pid] = slot
+        protections = []
+        if cgroup is not None:
+            if cgroup.add(pid):
+                protections = list(cgroup.applied)
+            self.cgroups[pid] = cgroup
+        return {"pid": pid, "protections": protections}
+
+    def _become_worker(
+        self, config: dict, channel_fd: int, output_fd: int, namespaces: list[str], uid: int | None
+    ) -> None:
+        from . import wire, worker
 
         os.setsid()
         self.control.close()
@@ -89,7 +223,16 @@ class Zygote:
         sys.stdout = open(1, "w", buffering=1, closefd=False)
         sys.stderr = open(2, "w", buffering=1, closefd=False)
         sock = socket.socket(fileno=3)
-        protections = isolation.enter(config)
+        limits = config.get("limits", {})
+        protections = ["fresh-interpreter", "own-session", *namespaces]
+        if "mount-namespace" in namespaces:
+            try:
+                protections += isolation.private_root(int(limits.get("tmp_bytes", 16 << 20)))
+            except OSError as exc:
+                print(f"sandbox: no private root: {exc}", file=sys.stderr)
+        protections += isolation.apply_rlimits(limits)
+        protections += isolation.drop_privileges(self.mode, uid)
+        isolation.reset_signals()
         import torch
 
         torch.manual_seed(int(config.get("seed", 0)))
@@ -107,7 +250,20 @@ class Zygote:
                 return {"status": "unknown"}
             if time.monotonic() >= deadline:
                 return {"status": "running"}
-            time.sleep(0.005)
+            time.sleep(0.002)
+
+    def kill_and_reap(self, pid: int, wait: float) -> dict:
+        """SIGKILL the worker's group, wait for it, sweep its leftovers, collect the zombies."""
+        if pid in self.children:
+            for kill in (os.killpg, os.kill):
+                try:
+                    kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        deadline = time.monotonic() + max(0.0, min(wait, 10.0))
+        result = self.status(pid, wait)
+        swept = self.sweep(deadline)
+        return {"status": result["status"], "swept": swept, "left": len(self._strays())}
 
     def serve(self) -> None:
         while True:
@@ -123,26 +279,28 @@ class Zygote:
                 reply = self.spawn(req["config"], fds)
             elif req["op"] == "status":
                 reply = self.status(int(req["pid"]), float(req.get("wait", 0)))
+            elif req["op"] == "reap":
+                reply = self.kill_and_reap(int(req["pid"]), float(req.get("wait", 0)))
             else:
                 return
             self.control.send(json.dumps(reply).encode())
 
 
-def main(control_fd: int, allowed_imports: list[str]) -> None:
+def main(control_fd: int, options: dict) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _warm_torch()
-    for name in allowed_imports:
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            pass
-    try:
-        import ctypes
+    preimport(options.get("allowed_imports", []))
+    preimport(EXTRA_IMPORTS)
+    from . import wire, worker  # noqa: F401  (imported before any uid switch)
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans of workers come back here
-    except OSError:
-        pass
+    if options.get("run_as"):
+        uid, gid = options["run_as"]
+        isolation.drop_to_user(int(uid), int(gid))
+    mode = "none"
+    if options.get("isolate", True):
+        mode = isolation.probe_privilege(allow_userns=options.get("userns", True))
+    subreaper = isolation.become_subreaper()
     control = socket.socket(fileno=control_fd)
-    control.send(json.dumps({"ready": True, "pid": os.getpid()}).encode())
-    Zygote(control).serve()
+    hello = {"ready": True, "pid": os.getpid(), "mode": mode, "subreaper": subreaper, "uid": os.getuid()}
+    control.send(json.dumps(hello).encode())
+    Zygote(control, mode).serve()

@@ -1,0 +1,18 @@
+"""Hostile submission: an infinite loop at import time."""
+
+import torch
+
+while True:
+    pass
+
+
+def scaled_dot_product_attention(q, k, v):
+    return torch.zeros(1), torch.zeros(1)
+
+
+class SimpleSelfAttention(torch.nn.Module):
+    def __init__(self, embed_dim):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.zeros(1), torch.zeros(1)

@@ -1,0 +1,20 @@
+"""Hostile submission: plainly imports os, subprocess and ctypes (refused by the import allow-list)."""
+
+import os
+import subprocess
+
+import torch
+
+subprocess.run(["cat", os.path.expanduser("~/.bashrc")])
+
+
+def scaled_dot_product_attention(q, k, v):
+    return torch.zeros(1), torch.zeros(1)
+
+
+class SimpleSelfAttention(torch.nn.Module):
+    def __init__(self, embed_dim):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.zeros(1), torch.zeros(1)
