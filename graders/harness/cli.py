@@ -1,6 +1,7 @@
 """Command-line interface behind `grade.py`. This module only wires arguments to the harness.
 
-    python grade.py [PATH] [--format text|html|md|json] [--out FILE] [--lang zh|en] [--seed N]
+    python grade.py [PATH] [--format text|html|md|json|gradescope|prairielearn|junit] [--out FILE]
+                    [--lang zh|en] [--seed N]
                     [--exercise ID ...] [--fail-under SCORE]
     python grade.py schema            the JSON Schema of the JSON report
 
@@ -17,6 +18,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from .batch import cmd_batch
 from .distribution import cmd_build
 from .i18n import Lang
 from .project import ManifestError, Project, default_project
@@ -52,7 +54,8 @@ def grade_parser() -> argparse.ArgumentParser:
         epilog="Other commands: schema, validate, new, build, batch (python grade.py COMMAND --help).",
     )
     parser.add_argument("path", nargs="?", default=None, help="submission folder (default: submission/, created from the template)")
-    parser.add_argument("--format", choices=["text", "html", "md", "json"], default="text")
+    formats = ["text", "html", "md", "json", "gradescope", "prairielearn", "junit"]
+    parser.add_argument("--format", choices=formats, default="text")
     parser.add_argument("--out", type=Path, default=None, help="write the report to FILE instead of stdout")
     parser.add_argument("--fail-under", type=float, default=None, metavar="SCORE", help="exit 1 when the total is below SCORE")
     add_grading_options(parser)
@@ -79,7 +82,7 @@ def prepare_submission(project: Project, path: str | None, notice: Callable[[str
 
 
 def cmd_grade(argv: list[str], project: Project) -> int:
-    from .reports import render
+    from .lms import render  # text/html/md/json from reports, plus the LMS formats
     from .runner import grade
 
     args = grade_parser().parse_args(argv)
@@ -115,6 +118,7 @@ def cmd_schema(argv: list[str], project: Project) -> int:
 
 COMMANDS: dict[str, Callable[[list[str], Project], int]] = {
     "schema": cmd_schema,
+    "batch": cmd_batch,
     "build": cmd_build,
     "validate": cmd_validate,
     "new": cmd_new,

@@ -1,0 +1,474 @@
+"""`grade.py batch`: grade a whole class unattended, resumably, into the formats LMSs read.
+
+    python grade.py batch SUBMISSIONS_DIR --out RESULTS_DIR [--jobs N]
+                    [--format json|gradescope|prairielearn|junit] [--seed N] [--lang zh|en]
+                    [--exercise ID ...] [--call-seconds S] [--submission-timeout S] [--retry-errors]
+
+SUBMISSIONS_DIR holds one folder or one `.zip` per student. The batch starts N job processes
+(`python -m graders.harness.batch --job ...`, see `lms/job.py`), each with its own zygote, and
+feeds them submission names over a pipe as they become free; each submission still gets fresh
+workers. A result is written the moment it arrives (see `lms/store.py` for the layout and why a
+kill at any instant loses nothing); run the same command again and finished submissions are kept.
+A job that dies, or exceeds the per-submission time limit, costs that one submission a row with
+the reason, and a fresh job takes its place. At the end: `gradebook.csv`, `analytics.json` and
+`class_report.html`, built from every finished result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import cli  # used at call time only: cli imports this module for its COMMANDS
+from .lms import analytics, gradebook
+from .lms.intake import Entry, discover, fingerprint
+from .lms.messages import msg
+from .lms.progress import Progress
+from .lms.result import SubmissionResult
+from .lms.store import ResultStore, StoreBusy, write_atomic
+from .models import ExerciseManifest
+from .project import Project
+
+CODE_ROOT = Path(__file__).resolve().parents[2]  # the folder that holds the `graders` package
+EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
+FORMATS = ("json", "gradescope", "prairielearn", "junit")
+START_SECONDS = 180.0
+
+
+class BatchFailed(Exception):
+    """The batch cannot go on (jobs cannot start): one line, exit status 1."""
+
+
+class Interrupted(Exception):
+    """SIGINT or SIGTERM: stop the jobs, keep what is finished."""
+
+
+def batch_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="grade.py batch",
+        description="Grade every submission in a folder (one sub-folder or .zip per student); resumable.",
+    )
+    p.add_argument("submissions", type=Path, help="folder with one sub-folder or .zip per student")
+    p.add_argument("--out", type=Path, required=True, help="results folder (created; reused to resume)")
+    p.add_argument(
+        "--jobs", type=int, default=os.cpu_count() or 1, help="grading processes (default: CPU count)"
+    )
+    p.add_argument(
+        "--format", choices=FORMATS, default="json", help="also write each result in this LMS format"
+    )
+    p.add_argument(
+        "--seed", type=int, default=None, help="batch seed (default: random, recorded; reused on resume)"
+    )
+    p.add_argument(
+        "--lang", choices=["zh", "en"], default=None, help="language of feedback (default: from the locale)"
+    )
+    p.add_argument(
+        "--exercise",
+        action="append",
+        default=None,
+        metavar="ID",
+        help="grade only this exercise (repeatable)",
+    )
+    p.add_argument(
+        "--call-seconds",
+        type=float,
+        default=None,
+        metavar="S",
+        help="cap the deadline of each call into student code",
+    )
+    p.add_argument(
+        "--submission-timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="stop grading one submission after S seconds",
+    )
+    p.add_argument(
+        "--retry-errors",
+        action="store_true",
+        help="grade again the submissions whose grading failed (status error)",
+    )
+    return p
+
+
+# ---------------------------------------------------------------- settings
+
+
+@dataclass
+class BatchSettings:
+    seed: int
+    lang: str
+    exercises: list[str] | None
+    call_seconds: float | None
+    run_hidden: bool
+
+    def as_dict(self) -> dict:
+        return {k: getattr(self, k) for k in ("seed", "lang", "exercises", "call_seconds", "run_hidden")}
+
+
+def settle(args: argparse.Namespace, stored: dict | None, project: Project) -> BatchSettings:
+    """This run's settings: those of the batch being resumed, which flags may not contradict."""
+    wanted = {
+        "seed": args.seed,
+        "lang": args.lang,
+        "exercises": args.exercise,
+        "call_seconds": args.call_seconds,
+    }
+    flags = {"seed": "--seed", "lang": "--lang", "exercises": "--exercise", "call_seconds": "--call-seconds"}
+    previous = (stored or {}).get("settings")
+    if previous:
+        for key, value in wanted.items():
+            if value is not None and value != previous.get(key):
+                raise cli.UsageError(
+                    f"{args.out}: this batch was started with {flags[key]} {previous.get(key)}; "
+                    f"resume it with the same value, or choose another --out"
+                )
+        return BatchSettings(
+            **{k: previous.get(k) for k in wanted}, run_hidden=cli.project_runs_hidden(project)
+        )
+    return BatchSettings(
+        seed=secrets.randbelow(2**31) if args.seed is None else args.seed,
+        lang=args.lang or cli.default_lang(),
+        exercises=args.exercise,
+        call_seconds=args.call_seconds,
+        run_hidden=cli.project_runs_hidden(project),
+    )
+
+
+def max_score(manifests: list[ExerciseManifest], run_hidden: bool) -> float:
+    return sum(c.points for m in manifests for c in m.checks if run_hidden or c.visibility != "hidden")
+
+
+def submission_budget(manifests: list[ExerciseManifest], call_cap: float | None) -> float:
+    """Default per-submission limit: far above every call of every check timing out once."""
+    calls = sum(len(m.checks) * min(m.call_seconds, call_cap or m.call_seconds) for m in manifests)
+    return 60.0 + 3.0 * calls
+
+
+# ---------------------------------------------------------------- jobs
+
+
+@dataclass
+class Job:
+    """One grading process and what it is doing."""
+
+    index: int
+    proc: subprocess.Popen
+    ready: bool = False
+    current: Entry | None = None
+    started_at: float = 0.0
+    buffer: bytes = b""
+    eof: bool = False
+    peak_rss_kb: int = 0
+    peak_zygote_kb: int = 0
+    graded: int = 0
+    lines: deque = field(default_factory=deque)
+
+    def send(self, entry: Entry) -> None:
+        request = {
+            "student": entry.student,
+            "path": str(entry.path),
+            "kind": entry.kind,
+            "fingerprint": fingerprint(entry),
+        }
+        self.current, self.started_at = entry, time.monotonic()
+        self.proc.stdin.write((json.dumps(request, ensure_ascii=False) + "\n").encode())
+        self.proc.stdin.flush()
+
+    def pump(self) -> None:
+        """Read what the job wrote; complete lines go to `lines`."""
+        try:
+            chunk = os.read(self.proc.stdout.fileno(), 1 << 20)
+        except BlockingIOError:
+            return
+        if not chunk:
+            self.eof = True
+            return
+        self.buffer += chunk
+        *complete, self.buffer = self.buffer.split(b"\n")
+        self.lines.extend(complete)
+
+    def alive(self) -> bool:
+        return not self.eof and self.proc.poll() is None
+
+    def stop(self, grace: float = 3.0) -> None:
+        """SIGTERM (the job kills its workers and zygote), then SIGKILL if it lingers."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            try:
+                pipe.close()
+            except OSError:
+                pass
+
+    def exit_detail(self) -> str:
+        code = self.proc.poll()
+        if code is None:
+            return "no answer"
+        return f"signal {-code}" if code < 0 else f"exit status {code}"
+
+
+class Dispatcher:
+    """Feeds submissions to N jobs, writes results as they come, replaces jobs that fail."""
+
+    def __init__(self, project: Project, settings: BatchSettings, store: ResultStore, fmt: str,
+                 jobs: int, budget: float, progress: Progress) -> None:  # fmt: skip
+        self.project, self.settings, self.store, self.fmt = project, settings, store, fmt
+        self.n_jobs, self.budget, self.progress = jobs, budget, progress
+        self.selector = selectors.DefaultSelector()
+        self.jobs: list[Job] = []
+        self.retired: list[Job] = []
+        self.failed_starts = 0
+
+    def command(self) -> list[str]:
+        s = self.settings
+        cmd = [sys.executable, "-m", "graders.harness.batch", "--job", "--project", str(self.project.root),
+               "--seed", str(s.seed), "--lang", s.lang, "--parent", str(os.getpid())]  # fmt: skip
+        for exercise in s.exercises or []:
+            cmd += ["--exercise", exercise]
+        if s.call_seconds is not None:
+            cmd += ["--call-seconds", str(s.call_seconds)]
+        if not s.run_hidden:
+            cmd.append("--no-hidden")
+        return cmd
+
+    def start_job(self, index: int) -> Job:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(CODE_ROOT), env.get("PYTHONPATH", "")) if p)
+        env.update(
+            PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONUNBUFFERED="1"
+        )
+        with open(self.store.root / "logs" / f"job-{index}.log", "ab") as log:
+            proc = subprocess.Popen(
+                self.command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                env=env, cwd=CODE_ROOT, start_new_session=True,
+            )  # fmt: skip
+        os.set_blocking(proc.stdout.fileno(), False)
+        job = Job(index, proc)
+        self.selector.register(proc.stdout, selectors.EVENT_READ, job)
+        return job
+
+    def retire(self, job: Job) -> None:
+        if job in self.jobs:
+            self.jobs.remove(job)
+            self.selector.unregister(job.proc.stdout)
+            job.stop(grace=1.0)
+            self.retired.append(job)
+
+    def replace(self, job: Job) -> None:
+        self.retire(job)
+        if not job.ready:
+            self.failed_starts += 1
+            if self.failed_starts >= 2 * self.n_jobs:
+                log = (self.store.root / "logs" / f"job-{job.index}.log").read_text(errors="replace").strip()
+                last = log.splitlines()[-1] if log else job.exit_detail()
+                raise BatchFailed(f"grading processes cannot start ({job.exit_detail()}): {last}")
+        self.jobs.append(self.start_job(job.index))
+
+    def record(self, job: Job, result: SubmissionResult) -> None:
+        self.store.save(result, self.fmt)
+        job.current = None
+        job.graded += 1
+        self.progress.advance(result)
+
+    def lost(self, job: Job, problem: str, **params) -> None:
+        """The job failed on its current submission: that submission gets an `error` row."""
+        entry = job.current
+        manifests = self.project.load_manifests(self.settings.exercises)
+        s = self.settings
+        self.record(job, SubmissionResult(
+            student=entry.student, source=entry.source, status="error", problem=problem,
+            reason=msg(problem, **params)(s.lang), seed=s.seed, lang=s.lang,
+            score=0.0, max_score=max_score(manifests, s.run_hidden),
+            elapsed=time.monotonic() - job.started_at, fingerprint=fingerprint(entry),
+        ))  # fmt: skip
+
+    def handle(self, job: Job, line: bytes) -> None:
+        message = json.loads(line)
+        if message.get("ready"):
+            job.ready = True
+            self.failed_starts = 0
+            return
+        result = SubmissionResult.model_validate(message["result"])
+        job.peak_rss_kb = max(job.peak_rss_kb, int(message.get("rss_kb", 0)))
+        job.peak_zygote_kb = max(job.peak_zygote_kb, int(message.get("zygote_kb", 0)))
+        self.record(job, result)
+
+    def run(self, todo: list[Entry]) -> None:
+        queue = deque(todo)
+        self.jobs = [self.start_job(i + 1) for i in range(min(self.n_jobs, len(queue)))]
+        launched = time.monotonic()
+        try:
+            while queue or any(j.current for j in self.jobs):
+                for key, _ in self.selector.select(timeout=0.2):
+                    key.data.pump()
+                now = time.monotonic()
+                for job in list(self.jobs):
+                    while job.lines:
+                        self.handle(job, job.lines.popleft())
+                    if job.current is not None and now - job.started_at > self.budget:
+                        self.lost(job, "job_timeout", seconds=self.budget)
+                        self.replace(job)
+                    elif not job.alive():
+                        if job.current is not None:
+                            self.lost(job, "job_died", detail=job.exit_detail())
+                        self.replace(job) if queue else self.retire(job)
+                    elif not job.ready and now - launched > START_SECONDS:
+                        raise BatchFailed(
+                            f"grading process {job.index} did not start within {START_SECONDS:g} s"
+                        )
+                    elif job.ready and job.current is None and queue:
+                        job.send(queue.popleft())
+        finally:
+            for job in list(self.jobs):
+                self.retire(job)
+            self.selector.close()
+
+    def memory(self) -> list[dict]:
+        return [
+            {"job": j.index, "graded": j.graded, "peak_rss_mib": round(j.peak_rss_kb / 1024, 1),
+             "zygote_peak_rss_mib": round(j.peak_zygote_kb / 1024, 1)}
+            for j in sorted(self.retired + self.jobs, key=lambda j: j.index) if j.graded
+        ]  # fmt: skip
+
+
+# ---------------------------------------------------------------- the command
+
+
+def plan(
+    entries: list[Entry], store: ResultStore, settings: BatchSettings, fmt: str, retry_errors: bool
+) -> list[Entry]:
+    """The submissions still to grade; finished ones get their per-format file if it is missing."""
+    todo = []
+    for entry in entries:
+        result = store.load(entry.student)
+        fresh = (
+            result is not None and result.seed == settings.seed and result.fingerprint == fingerprint(entry)
+        )
+        if not fresh or (retry_errors and result.status == "error"):
+            todo.append(entry)
+        else:
+            store.ensure_format(result, fmt)
+    return todo
+
+
+def write_summaries(
+    entries: list[Entry], store: ResultStore, settings: BatchSettings, project: Project
+) -> tuple[Path, Path]:
+    manifests = project.load_manifests(settings.exercises)
+    results = [r for e in entries if (r := store.load(e.student)) is not None]
+    write_atomic(store.root / "gradebook.csv", gradebook.render(results, manifests))
+    figures = analytics.analyse(results, manifests, settings.seed, settings.lang)
+    write_atomic(store.root / "analytics.json", figures.model_dump_json(indent=2) + "\n")
+    write_atomic(store.root / "class_report.html", analytics.render_html(figures))
+    return store.root / "gradebook.csv", store.root / "class_report.html"
+
+
+def check_folders(args: argparse.Namespace) -> None:
+    if not args.submissions.is_dir():
+        raise cli.UsageError(
+            f"{args.submissions}: not a folder (give the folder with one sub-folder or .zip per student)"
+        )
+    out, subs = args.out.resolve(), args.submissions.resolve()
+    if out == subs or out.is_relative_to(subs):
+        raise cli.UsageError(f"{args.out}: the results folder must not be inside the submissions folder")
+    if args.out.exists() and not args.out.is_dir():
+        raise cli.UsageError(f"{args.out}: exists and is not a folder")
+    if args.jobs < 1:
+        raise cli.UsageError(f"--jobs {args.jobs}: need at least 1")
+
+
+def _raise_interrupted(signum, frame) -> None:
+    """First SIGINT/SIGTERM: unwind to save what is finished; further ones are ignored meanwhile."""
+    for other in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(other, signal.SIG_IGN)
+    raise Interrupted(signal.Signals(signum).name)
+
+
+def cmd_batch(argv: list[str], project: Project) -> int:
+    args = batch_parser().parse_args(argv)
+    check_folders(args)
+    manifests = project.load_manifests(args.exercise)  # a bad manifest stops here, before any job starts
+    store = ResultStore(args.out)
+    try:
+        store.open()
+    except StoreBusy as exc:
+        raise cli.UsageError(str(exc)) from None
+    previous = {
+        signum: signal.signal(signum, _raise_interrupted) for signum in (signal.SIGINT, signal.SIGTERM)
+    }
+    try:
+        return _run(args, project, manifests, store)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        store.close()
+
+
+def _run(
+    args: argparse.Namespace, project: Project, manifests: list[ExerciseManifest], store: ResultStore
+) -> int:
+    stored = store.read_settings()
+    settings = settle(args, stored, project)
+    store.write_settings({**(stored or {}), "settings": settings.as_dict()})
+    entries = discover(args.submissions)
+    todo = plan(entries, store, settings, args.format, args.retry_errors)
+    budget = args.submission_timeout or submission_budget(manifests, settings.call_seconds)
+    progress = Progress(len(entries), len(entries) - len(todo), sys.stderr, bar=sys.stderr.isatty())
+    print(
+        f"batch: {len(entries)} submissions, {len(todo)} to grade, {min(args.jobs, max(len(todo), 1))} jobs, "
+        f"seed {settings.seed}, results in {args.out}",
+        file=sys.stderr,
+    )
+    dispatcher = Dispatcher(project, settings, store, args.format, args.jobs, budget, progress)
+    started = time.monotonic()
+    status = EXIT_OK
+    try:
+        progress.started()
+        if todo:
+            dispatcher.run(todo)
+    except Interrupted:
+        status = EXIT_INTERRUPTED
+    except BatchFailed as exc:
+        progress.close()
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    progress.close()
+    seconds = time.monotonic() - started
+    done = sum(1 for e in entries if store.result_path(e.student).exists())
+    gradebook_path, report_path = write_summaries(entries, store, settings, project)
+    run = {"graded": progress.graded_now, "seconds": round(seconds, 3), "jobs": dispatcher.memory(),
+           "rate": round(progress.graded_now / seconds, 3) if seconds > 0 else 0.0}  # fmt: skip
+    store.write_settings({"settings": settings.as_dict(), "last_run": run})
+    lang = settings.lang
+    if status == EXIT_INTERRUPTED:
+        print(msg("log_interrupted", done=done, total=len(entries))(lang), file=sys.stderr)
+        return status
+    print(msg("log_done", graded=progress.graded_now, kept=progress.kept, total=len(entries), seconds=seconds,
+              rate=run["rate"])(lang), file=sys.stderr)  # fmt: skip
+    print(msg("log_outputs", gradebook=gradebook_path, report=report_path)(lang), file=sys.stderr)
+    for job in run["jobs"]:
+        print(f"  job {job['job']}: {job['graded']} graded, peak RSS {job['peak_rss_mib']} MiB "
+              f"(+ zygote {job['zygote_peak_rss_mib']} MiB)", file=sys.stderr)  # fmt: skip
+    return status
+
+
+if __name__ == "__main__":
+    from .lms.job import main
+
+    sys.exit(main())

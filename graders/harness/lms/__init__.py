@@ -1,0 +1,51 @@
+"""LMS pipelines: batch grading results and the formats learning platforms read.
+
+`render(report, fmt)` extends `reports.render` with `gradescope`, `prairielearn` and `junit`, so
+`grade.py --format ...` and `grade.py batch` share one renderer per format. Each format is
+rendered from a `SubmissionResult` (a `Report`, or the reason there is none).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from ..models import Report
+from . import gradescope, junit, prairielearn
+from .intake import Refusal, require_exercise_files
+from .result import SubmissionResult
+
+RENDERERS: dict[str, Callable[[SubmissionResult], str]] = {
+    "gradescope": gradescope.render,
+    "prairielearn": prairielearn.render,
+    "junit": junit.render,
+}
+LMS_FORMATS = tuple(RENDERERS)
+EXTENSIONS = {"gradescope": "json", "prairielearn": "json", "junit": "xml", "json": "json"}
+
+
+def result_of(report: Report) -> SubmissionResult:
+    """A single-submission report as a result; a folder holding no exercise file is ungradable."""
+    result = SubmissionResult.from_report(report)
+    folder = Path(report.submission)
+    if folder.is_dir():
+        try:
+            require_exercise_files(folder, [e.id for e in report.exercises])
+        except Refusal as refusal:
+            return result.model_copy(
+                update={"status": "refused", "problem": refusal.problem, "reason": refusal.text(report.lang),
+                        "score": 0.0, "report": None}
+            )  # fmt: skip
+    return result
+
+
+def render(report: Report, fmt: str, color: bool = False) -> str:
+    """`report` in any format: the LMS ones here, the others (text, html, md, json) in `reports`."""
+    if fmt in RENDERERS:
+        return RENDERERS[fmt](result_of(report))
+    from ..reports import render as render_report
+
+    return render_report(report, fmt, color=color)
+
+
+__all__ = ["LMS_FORMATS", "RENDERERS", "SubmissionResult", "render", "result_of"]

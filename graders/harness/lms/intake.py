@@ -1,0 +1,185 @@
+"""Submissions as they arrive from an LMS export: one folder or one `.zip` per student.
+
+`discover` lists a submissions folder, one `Entry` per student. `unpack_zip` extracts a zip into
+a fresh folder under strict rules, because the archive is the student's: no absolute paths, no
+`..`, no links, no encrypted entries, at most `ZipCaps.members` entries and `ZipCaps.total_bytes`
+bytes once unpacked (counted while reading, never trusting the sizes the archive declares).
+Any breach raises `Refusal`, which becomes a gradebook row with the reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Literal
+
+from ..i18n import Text
+from .messages import msg
+
+EntryKind = Literal["dir", "zip", "other", "link"]
+IGNORED_DIRS = {"__MACOSX", "__pycache__"}
+
+
+class Refusal(Exception):
+    """A submission that cannot be graded; `problem` is a stable id, `text` says why."""
+
+    def __init__(self, problem: str, text: Text) -> None:
+        super().__init__(text.en)
+        self.problem = problem
+        self.text = text
+
+
+@dataclass(frozen=True)
+class ZipCaps:
+    archive_bytes: int = 64 << 20
+    members: int = 500
+    total_bytes: int = 32 << 20
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One student's submission in the submissions folder."""
+
+    student: str
+    path: Path
+    kind: EntryKind
+
+    @property
+    def source(self) -> str:
+        return self.path.name
+
+
+def discover(folder: Path) -> list[Entry]:
+    """Every student entry of `folder`, sorted; hidden names (starting with '.') are skipped.
+
+    The key is the folder name or the zip name without `.zip`; when a zip's stem is taken (by a
+    folder of that name), the zip keeps its full name so that nothing is lost or merged.
+    """
+    entries: list[Entry] = []
+    names = sorted(p for p in folder.iterdir() if not p.name.startswith("."))
+    taken = {p.name for p in names if p.is_dir() and not p.is_symlink()}
+    for path in names:
+        if path.is_symlink():
+            entries.append(Entry(path.name, path, "link"))
+        elif path.is_dir():
+            entries.append(Entry(path.name, path, "dir"))
+        elif path.is_file() and path.suffix.lower() == ".zip":
+            key = path.stem if path.stem and path.stem not in taken else path.name
+            taken.add(key)
+            entries.append(Entry(key, path, "zip"))
+        else:
+            entries.append(Entry(path.name, path, "other"))
+    return entries
+
+
+def fingerprint(entry: Entry, cap: int = 2000) -> str:
+    """A digest of names, sizes and modification times, to notice a submission replaced later."""
+    digest = hashlib.sha256()
+    paths = [entry.path]
+    if entry.kind == "dir":
+        paths = sorted(p for p in entry.path.rglob("*") if not p.is_symlink())[:cap]
+    for path in paths:
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        rel = path.relative_to(entry.path.parent)
+        digest.update(f"{rel}\0{info.st_size}\0{info.st_mtime_ns}\n".encode("utf-8", "replace"))
+    return digest.hexdigest()[:24]
+
+
+def _member_problem(info: zipfile.ZipInfo) -> str | None:
+    name = info.filename.replace("\\", "/")
+    if name.startswith("/") or (len(name) > 1 and name[1] == ":"):
+        return "zip_absolute"
+    if ".." in PurePosixPath(name).parts:
+        return "zip_traversal"
+    mode = info.external_attr >> 16
+    if stat.S_ISLNK(mode):
+        return "zip_link"
+    if info.flag_bits & 0x1:
+        return "zip_encrypted"
+    return None
+
+
+def unpack_zip(archive: Path, dest: Path, caps: ZipCaps = ZipCaps()) -> Path:
+    """Extract `archive` into the empty folder `dest` under the rules above; returns `dest`."""
+    source = archive.name
+    size = archive.stat().st_size
+    if size > caps.archive_bytes:
+        raise Refusal(
+            "zip_file_too_large", msg("zip_file_too_large", source=source, size=size, cap=caps.archive_bytes)
+        )
+    try:
+        with zipfile.ZipFile(archive) as zf:
+            members = zf.infolist()
+            if len(members) > caps.members:
+                raise Refusal(
+                    "zip_too_many", msg("zip_too_many", source=source, count=len(members), cap=caps.members)
+                )
+            for info in members:
+                problem = _member_problem(info)
+                if problem:
+                    raise Refusal(problem, msg(problem, source=source, member=info.filename))
+            written = 0
+            for info in members:
+                written = _extract_member(zf, info, dest, written, caps, source)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError, ValueError) as exc:
+        raise Refusal(
+            "zip_bad", msg("zip_bad", source=source, detail=str(exc)[:200] or type(exc).__name__)
+        ) from None
+    except OSError as exc:
+        raise Refusal("zip_bad", msg("zip_bad", source=source, detail=exc.strerror or str(exc))) from None
+    return dest
+
+
+def _extract_member(
+    zf: zipfile.ZipFile, info: zipfile.ZipInfo, dest: Path, written: int, caps: ZipCaps, source: str
+) -> int:
+    parts = [p for p in PurePosixPath(info.filename.replace("\\", "/")).parts if p not in ("", ".")]
+    if not parts:
+        return written
+    target = dest.joinpath(*parts)
+    if not target.resolve().is_relative_to(dest.resolve()):  # belt and braces after the checks above
+        raise Refusal("zip_traversal", msg("zip_traversal", source=source, member=info.filename))
+    if info.is_dir():
+        target.mkdir(parents=True, exist_ok=True)
+        return written
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with zf.open(info) as src, os.fdopen(fd, "wb") as out:
+        while chunk := src.read(1 << 16):
+            written += len(chunk)
+            if written > caps.total_bytes:
+                raise Refusal(
+                    "zip_too_large",
+                    msg("zip_too_large", source=source, cap=caps.total_bytes, member=info.filename),
+                )
+            out.write(chunk)
+    return written
+
+
+def submission_root(folder: Path, exercise_ids: list[str], depth: int = 3) -> Path:
+    """The folder that holds the exercise files: `folder`, or its only sub-folder (zips often wrap one)."""
+    for _ in range(depth):
+        if any((folder / f"{e}.py").exists() for e in exercise_ids):
+            return folder
+        subdirs = [
+            p for p in folder.iterdir()
+            if p.is_dir() and not p.is_symlink() and p.name not in IGNORED_DIRS and not p.name.startswith(".")
+        ]  # fmt: skip
+        if len(subdirs) != 1:
+            return folder
+        folder = subdirs[0]
+    return folder
+
+
+def require_exercise_files(folder: Path, exercise_ids: list[str]) -> None:
+    """Refuse a submission that holds none of the exercise files (nothing to grade at all)."""
+    if not any((folder / f"{e}.py").exists() or (folder / f"{e}.py").is_symlink() for e in exercise_ids):
+        expected = ", ".join(f"{e}.py" for e in exercise_ids)
+        raise Refusal("no_files", msg("no_files", expected=expected))

@@ -1,0 +1,210 @@
+"""One batch job: a long-lived trusted grading process with its own zygote, fed over a pipe.
+
+Started by `grade.py batch` as `python -m graders.harness.batch --job ...`. It imports the
+harness, pytest and torch once, starts its `SandboxPool` once, says `{"ready": true}` on stdout,
+then reads one request per line on stdin (`{"student", "path", "kind", "fingerprint"}`) and
+answers each with one line `{"result": SubmissionResult, "rss_kb", "zygote_kb"}`. Student code
+still runs only in workers forked per submission (per exercise), never in this process.
+
+It dies with its parent (PR_SET_PDEATHSIG), and on SIGTERM kills its live workers and zygote
+before exiting, so a batch killed at any moment leaves no grading process behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import signal
+import sys
+import tempfile
+import threading
+import time
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..i18n import Lang
+from ..models import ExerciseManifest
+from ..project import Project
+from ..sandbox.client import SandboxPool, SandboxWorker
+from .intake import Entry, Refusal, require_exercise_files, submission_root, unpack_zip
+from .messages import msg
+from .result import SubmissionResult
+
+PR_SET_PDEATHSIG = 1
+
+
+class TrackingPool(SandboxPool):
+    """A pool that remembers its live workers, so a job told to stop can kill them at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.live: weakref.WeakSet[SandboxWorker] = weakref.WeakSet()
+
+    def spawn(self, seed: int = 0) -> SandboxWorker:
+        worker = super().spawn(seed)
+        self.live.add(worker)
+        return worker
+
+    def kill_all(self) -> None:
+        """SIGKILL live workers and the zygote. Safe in a signal handler: no lock, no wait, no I/O."""
+        pids = [w.pid for w in list(self.live) if w.alive] + ([self.zygote_pid] if self.zygote_pid else [])
+        for pid in pids:
+            for kill in (os.killpg, os.kill):
+                try:
+                    kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+
+
+@dataclass(frozen=True)
+class CappedProject(Project):
+    """A project whose manifests' `call_seconds` are capped (`batch --call-seconds`)."""
+
+    call_cap: float | None = None
+
+    def load_manifest(self, exercise_id: str) -> ExerciseManifest:
+        manifest = super().load_manifest(exercise_id)
+        if self.call_cap is not None and self.call_cap < manifest.call_seconds:
+            manifest = manifest.model_copy(update={"call_seconds": self.call_cap})
+        return manifest
+
+
+@dataclass(frozen=True)
+class JobSettings:
+    project: CappedProject
+    seed: int
+    lang: Lang
+    exercises: list[str] | None
+    run_hidden: bool
+
+    def max_score(self, manifests: list[ExerciseManifest]) -> float:
+        return sum(
+            c.points for m in manifests for c in m.checks if self.run_hidden or c.visibility != "hidden"
+        )
+
+
+def grade_entry(entry: Entry, fingerprint: str, settings: JobSettings, pool: SandboxPool) -> SubmissionResult:
+    """Grade one submission; never raises for anything the submission does."""
+    from ..runner import grade  # loaded by `main` while the zygote starts; see there
+
+    start = time.perf_counter()
+    manifests = settings.project.load_manifests(settings.exercises)
+    ids = [m.id for m in manifests]
+    base = {
+        "student": entry.student, "source": entry.source, "seed": settings.seed, "lang": settings.lang,
+        "max_score": settings.max_score(manifests), "fingerprint": fingerprint,
+    }  # fmt: skip
+    try:
+        if entry.kind in ("other", "link"):
+            problem = "not_submission" if entry.kind == "other" else "link_entry"
+            raise Refusal(problem, msg(problem, source=entry.source))
+        with tempfile.TemporaryDirectory(prefix="agw-batch-") as tmp:
+            folder = entry.path if entry.kind == "dir" else unpack_zip(entry.path, Path(tmp) / "unpacked")
+            folder = submission_root(folder, ids)
+            require_exercise_files(folder, ids)
+            report = grade(
+                settings.project, folder, seed=settings.seed, lang=settings.lang,
+                exercises=settings.exercises, pool=pool, run_hidden=settings.run_hidden,
+            )  # fmt: skip
+        report = report.model_copy(update={"submission": entry.source})
+        return SubmissionResult(
+            **{**base, "max_score": report.max_score}, status="graded", score=report.score,
+            elapsed=time.perf_counter() - start, report=report,
+        )  # fmt: skip
+    except Refusal as refusal:
+        return SubmissionResult(
+            **base, status="refused", problem=refusal.problem, reason=refusal.text(settings.lang),
+            score=0.0, elapsed=time.perf_counter() - start,
+        )  # fmt: skip
+    except Exception as exc:  # the trusted side failed: record it for this submission, keep going
+        reason = msg("grader_failed", detail=f"{type(exc).__name__}: {exc}"[:500])(settings.lang)
+        return SubmissionResult(
+            **base, status="error", problem="grader_failed", reason=reason,
+            score=0.0, elapsed=time.perf_counter() - start,
+        )  # fmt: skip
+
+
+def peak_kb(pid: int | None) -> int:
+    """Peak resident memory of `pid` in KiB (VmHWM), 0 if unknown."""
+    if pid is None:
+        return 0
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def _die_with_parent(parent: int) -> None:
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:  # the parent died before the prctl took effect
+        os._exit(143)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m graders.harness.batch --job", description="One batch grading job."
+    )
+    p.add_argument("--job", action="store_true", required=True)
+    p.add_argument("--project", type=Path, required=True)
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--lang", choices=["zh", "en"], required=True)
+    p.add_argument("--exercise", action="append", default=None)
+    p.add_argument("--no-hidden", action="store_true")
+    p.add_argument("--call-seconds", type=float, default=None)
+    p.add_argument("--parent", type=int, required=True)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the batch decides when jobs stop
+    _die_with_parent(args.parent)
+    pool = TrackingPool()
+    warm = threading.Thread(target=lambda: pool.spawn().close(), daemon=True)
+    warm.start()  # the zygote imports torch while this process does the same
+    import torch
+
+    from .. import runner  # noqa: F401  (pytest, the plugin, torch: import once, before the first request)
+
+    torch.set_num_threads(1)
+    protocol = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
+    os.dup2(2, 1)  # anything else printed goes to the job's log, never into the protocol
+    settings = JobSettings(
+        CappedProject(args.project.resolve(), args.call_seconds),
+        args.seed,
+        args.lang,
+        args.exercise,
+        not args.no_hidden,
+    )
+
+    def stop(signum, frame) -> None:  # the main thread may hold a lock of the pool: take none here
+        pool.kill_all()
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+    warm.join()
+    protocol.write(json.dumps({"ready": True, "pid": os.getpid()}) + "\n")
+    for line in sys.stdin:
+        request = json.loads(line)
+        entry = Entry(request["student"], Path(request["path"]), request["kind"])
+        result = grade_entry(entry, request.get("fingerprint", ""), settings, pool)
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        reply = {
+            "result": result.model_dump(mode="json"),
+            "rss_kb": rss,
+            "zygote_kb": peak_kb(pool.zygote_pid),
+        }
+        protocol.write(json.dumps(reply, ensure_ascii=False) + "\n")
+    pool.close()
+    return 0

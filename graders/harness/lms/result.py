@@ -1,0 +1,58 @@
+"""The outcome of grading one submission in a batch: a `Report`, or the reason there is none.
+
+This is what `RESULTS/results/<student>.json` holds and what every LMS format is rendered from.
+A submission is `graded` (it has a report, whatever its score), `refused` (bad input: a zip
+with a path outside it, no exercise files, ...: the student's side) or `error` (the grading
+process died or ran out of time: the grader's side). Refused and error rows score zero but say why.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..i18n import Lang
+from ..models import Report
+
+RESULT_SCHEMA_VERSION = 1
+ResultStatus = Literal["graded", "refused", "error"]
+
+
+class SubmissionResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = RESULT_SCHEMA_VERSION
+    student: str = Field(description="the student's key: folder name, or zip name without .zip")
+    source: str = Field(description="the entry in the submissions folder this came from")
+    status: ResultStatus
+    problem: str | None = Field(None, description="id of the reason there is no report (refused / error)")
+    reason: str = Field("", description="that reason in the report language")
+    seed: int = Field(description="the batch seed the checks were generated from")
+    lang: Lang
+    score: float = Field(ge=0)
+    max_score: float = Field(ge=0)
+    elapsed: float = Field(0.0, ge=0, description="seconds spent grading this submission")
+    fingerprint: str = Field("", description="size/mtime digest of the source, to notice a re-upload")
+    report: Report | None = None
+
+    @classmethod
+    def from_report(cls, report: Report, elapsed: float = 0.0) -> SubmissionResult:
+        """Wrap a single-submission report (the `grade.py --format ...` path)."""
+        name = Path(report.submission).name or report.submission
+        return cls(
+            student=name,
+            source=report.submission,
+            status="graded",
+            seed=report.seed,
+            lang=report.lang,
+            score=report.score,
+            max_score=report.max_score,
+            elapsed=elapsed,
+            report=report,
+        )
+
+    @property
+    def gradable(self) -> bool:
+        return self.status == "graded" and self.report is not None

@@ -1,0 +1,402 @@
+"""`grade.py batch`: zip intake rules, a whole class graded with every kind of bad submission, and
+resuming for real after the batch is killed with SIGKILL or interrupted with SIGINT mid-way.
+
+The batch runs as a real `python grade.py batch` process (its jobs are processes of their own), on
+exercise 2 only and with short deadlines, so that each run takes a few seconds.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import signal
+import stat
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+from conftest import PROJECT
+
+from graders.harness.lms.intake import (
+    Refusal,
+    ZipCaps,
+    discover,
+    require_exercise_files,
+    submission_root,
+    unpack_zip,
+)
+from graders.harness.lms.result import SubmissionResult
+
+EX = "ex02_self_attention"
+FILE = f"{EX}.py"
+REFERENCE = PROJECT.reference_path(EX).read_text(encoding="utf-8")
+STUB = PROJECT.template_path(EX).read_text(encoding="utf-8")
+NO_SCALING = (PROJECT.root / "tests" / "mutants" / EX / "no_scaling.py").read_text(encoding="utf-8")
+
+
+# ---------------------------------------------------------------- zip intake
+
+
+def make_zip(
+    path: Path, members: dict[str, bytes], *, link: str | None = None, encrypted: str | None = None
+) -> Path:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+        if link:
+            info = zipfile.ZipInfo(link)
+            info.external_attr = (stat.S_IFLNK | 0o777) << 16
+            zf.writestr(info, "/etc/passwd")
+        if encrypted:
+            zf.writestr(encrypted, b"secret")
+    if encrypted:  # zipfile cannot write encrypted entries: set the flag bit in both headers by hand
+        data = bytearray(path.read_bytes())
+        for signature, flag_at in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):
+            at = data.rfind(signature, 0, data.rfind(encrypted.encode()))
+            data[at + flag_at] |= 0x1
+        path.write_bytes(bytes(data))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("members", "kwargs", "problem"),
+    [
+        ({"../evil.py": b"x"}, {}, "zip_traversal"),
+        ({"sub/../../evil.py": b"x"}, {}, "zip_traversal"),
+        ({"..\\evil.py": b"x"}, {}, "zip_traversal"),
+        ({"/etc/evil.py": b"x"}, {}, "zip_absolute"),
+        ({"C:/evil.py": b"x"}, {}, "zip_absolute"),
+        ({FILE: b"x"}, {"link": "ex01_attention_by_hand.py"}, "zip_link"),
+        ({FILE: b"x"}, {"encrypted": "secret.py"}, "zip_encrypted"),
+    ],
+)
+def test_zip_refuses_escapes_links_and_encryption(tmp_path, members, kwargs, problem):
+    archive = make_zip(tmp_path / "s.zip", members, **kwargs)
+    dest = tmp_path / "out"
+    dest.mkdir()
+    with pytest.raises(Refusal) as refused:
+        unpack_zip(archive, dest)
+    assert refused.value.problem == problem
+    assert "s.zip" in refused.value.text.en and "s.zip" in refused.value.text.zh
+    assert not (tmp_path / "evil.py").exists() and list(dest.rglob("*")) == []  # refused before writing
+
+
+def test_zip_bomb_is_stopped_while_unpacking(tmp_path):
+    archive = make_zip(tmp_path / "bomb.zip", {FILE: b"0" * (4 << 20)})  # compresses to a few KiB
+    assert archive.stat().st_size < 64 << 10
+    dest = tmp_path / "out"
+    dest.mkdir()
+    with pytest.raises(Refusal) as refused:
+        unpack_zip(archive, dest, ZipCaps(total_bytes=1 << 20))
+    assert refused.value.problem == "zip_too_large"
+    assert sum(p.stat().st_size for p in dest.rglob("*") if p.is_file()) <= (1 << 20) + (1 << 16)
+
+
+def test_zip_with_too_many_files_is_refused(tmp_path):
+    archive = make_zip(tmp_path / "many.zip", {f"f{i}.txt": b"" for i in range(30)})
+    with pytest.raises(Refusal) as refused:
+        unpack_zip(archive, tmp_path, ZipCaps(members=20))
+    assert refused.value.problem == "zip_too_many"
+
+
+def test_corrupt_zip_is_refused(tmp_path):
+    archive = tmp_path / "junk.zip"
+    archive.write_bytes(b"PK\x03\x04 this is not really a zip")
+    with pytest.raises(Refusal) as refused:
+        unpack_zip(archive, tmp_path)
+    assert refused.value.problem == "zip_bad"
+
+
+def test_zip_wrapping_one_folder_is_found(tmp_path):
+    archive = make_zip(tmp_path / "s.zip", {f"homework/{FILE}": b"x = 1\n", "__MACOSX/._x": b""})
+    dest = unpack_zip(archive, tmp_path / "out")
+    root = submission_root(dest, [EX])
+    assert (root / FILE).read_text() == "x = 1\n"
+    require_exercise_files(root, [EX])
+    with pytest.raises(Refusal) as refused:
+        require_exercise_files(dest / "__MACOSX", [EX])
+    assert refused.value.problem == "no_files"
+
+
+def test_discover_keeps_every_entry_once(tmp_path):
+    (tmp_path / "alice").mkdir()
+    make_zip(tmp_path / "alice.zip", {FILE: b""})
+    make_zip(tmp_path / "bob.zip", {FILE: b""})
+    (tmp_path / "notes.txt").write_text("hi")
+    (tmp_path / ".DS_Store").write_text("")
+    os.symlink(tmp_path / "alice", tmp_path / "linked")
+    entries = {e.student: e.kind for e in discover(tmp_path)}
+    assert entries == {
+        "alice": "dir",
+        "alice.zip": "zip",
+        "bob": "zip",
+        "notes.txt": "other",
+        "linked": "link",
+    }
+
+
+# ---------------------------------------------------------------- running a batch
+
+
+def write_dir(root: Path, name: str, source: str | None) -> None:
+    folder = root / name
+    folder.mkdir()
+    if source is not None:
+        (folder / FILE).write_text(source, encoding="utf-8")
+
+
+def batch_cmd(subs: Path, out: Path, *extra: str) -> list[str]:
+    return [
+        sys.executable,
+        "grade.py",
+        "batch",
+        str(subs),
+        "--out",
+        str(out),
+        "--exercise",
+        EX,
+        "--seed",
+        "11",
+        "--lang",
+        "en",
+        "--call-seconds",
+        "1",
+        *extra,
+    ]
+
+
+def run_batch(subs: Path, out: Path, *extra: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        batch_cmd(subs, out, *extra), cwd=PROJECT.root, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def gradebook_rows(out: Path) -> list[dict]:
+    with open(out / "gradebook.csv", newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def no_temporary_files(out: Path) -> bool:
+    return not [p for p in out.rglob("*") if ".tmp-" in p.name]
+
+
+@pytest.fixture(scope="module")
+def class_run(tmp_path_factory):
+    """One batch over a class with good, wrong and hostile submissions (2 jobs, Gradescope format)."""
+    subs = tmp_path_factory.mktemp("class")
+    out = tmp_path_factory.mktemp("results") / "out"
+    write_dir(subs, "ada", REFERENCE)
+    write_dir(subs, "ben", STUB)
+    write_dir(subs, "cy", NO_SCALING)
+    write_dir(subs, "dee", NO_SCALING)
+    write_dir(subs, "syntax", "def scaled_dot_product_attention(q, k, v):\n    return (\n")
+    write_dir(subs, "flood", 'print("spam " * 1_000_000)\n' + REFERENCE)
+    loop = "\n\ndef scaled_dot_product_attention(q, k, v):\n    while True:\n        pass\n"
+    write_dir(subs, "hang", REFERENCE + loop)  # every check times out in turn: the watchdog ends it at 6 s
+    write_dir(subs, "empty", None)
+    write_dir(subs, "<img src=x onerror=alert(1)>", None)
+    make_zip(subs / "zed.zip", {f"hw/{FILE}": REFERENCE.encode()})
+    make_zip(subs / "mallory.zip", {"../../escape.py": b"print('pwned')"})
+    make_zip(subs / "bomb.zip", {FILE: b"#" * (40 << 20)})
+    (subs / "readme.txt").write_text("not a submission")
+    proc = run_batch(subs, out, "--jobs", "2", "--format", "gradescope", "--submission-timeout", "6")
+    return subs, out, proc
+
+
+@pytest.mark.slow
+def test_batch_grades_everyone_and_gives_every_failure_a_row(class_run):
+    subs, out, proc = class_run
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["student"]: r for r in gradebook_rows(out)}
+    students = {
+        "ada",
+        "ben",
+        "cy",
+        "dee",
+        "syntax",
+        "flood",
+        "hang",
+        "empty",
+        "<img src=x onerror=alert(1)>",
+        "zed",
+        "mallory",
+        "bomb",
+        "readme.txt",
+    }
+    assert set(rows) == students and len(gradebook_rows(out)) == len(students)
+    assert {s: rows[s]["status"] for s in students} == {
+        "ada": "graded",
+        "ben": "graded",
+        "cy": "graded",
+        "dee": "graded",
+        "syntax": "graded",
+        "flood": "graded",
+        "hang": "error",
+        "empty": "refused",
+        "<img src=x onerror=alert(1)>": "refused",
+        "zed": "graded",
+        "mallory": "refused",
+        "bomb": "refused",
+        "readme.txt": "refused",
+    }
+    assert rows["ada"][EX] == rows["ada"]["total"] == rows["zed"]["total"] == rows["flood"]["total"] == "28"
+    assert rows["ben"]["total"] == rows["syntax"]["total"] == "0"
+    assert 0 < float(rows["cy"]["total"]) < 28
+    assert "6 s" in rows["hang"]["reason"] and "outside" in rows["mallory"]["reason"]
+    assert "zip bomb" in rows["bomb"]["reason"] and "none of the exercise files" in rows["empty"]["reason"]
+    assert not (subs.parent / "escape.py").exists() and not (out / "escape.py").exists()
+    assert no_temporary_files(out)
+
+
+@pytest.mark.slow
+def test_batch_results_are_complete_seeded_and_in_gradescope_format(class_run):
+    subs, out, proc = class_run
+    settings = json.loads((out / "batch.json").read_text())
+    assert settings["settings"]["seed"] == 11
+    results = [SubmissionResult.model_validate_json(p.read_text()) for p in (out / "results").glob("*.json")]
+    assert len(results) == 13 and all(r.seed == 11 for r in results)
+    assert all(r.report.seed == 11 for r in results if r.report)
+    flood = next(r for r in results if r.student == "flood")
+    assert flood.report.exercises[0].output_dropped > 0  # the flood was capped, not carried
+    for result in results:
+        data = json.loads((out / "gradescope" / f"{result.student}.json").read_text())
+        assert data["score"] == result.score and data["extra_data"]["seed"] == 11
+    # plain progress lines when stderr is not a terminal
+    assert re.search(r"^\[ ?1/13\] .+: (graded|refused|error) .*/s, ETA", proc.stderr, re.M)
+    assert "peak RSS" in proc.stderr
+
+
+@pytest.mark.slow
+def test_class_report_and_analytics_show_the_shared_mistake(class_run):
+    subs, out, proc = class_run
+    figures = json.loads((out / "analytics.json").read_text())
+    assert figures["submissions"] == 13 and figures["graded"] == 7 and figures["refused"] == 5
+    assert figures["errors"] == 1
+    assert sum(b["count"] for b in figures["histogram"]) == 7
+    assert figures["histogram"][-1]["count"] == 3 and figures["histogram"][0]["count"] >= 2  # ada, zed, flood
+    shared = {m["id"]: m["students"] for m in figures["misconceptions"]}
+    assert shared[f"{EX}/no_scaling"] == 2
+    scaling = next(c for c in figures["checks"] if c["id"] == "sdpa_scaling")
+    assert scaling["attempted"] == 7 and scaling["passed"] == 3
+    assert scaling["diagnoses"][0]["id"] == "no_scaling" and scaling["diagnoses"][0]["students"] == 2
+    html = (out / "class_report.html").read_text()
+    assert "<img src=x" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html  # autoescaped
+    assert "43%" in html  # 3 of 7 passed sdpa_scaling, shown as in analytics.json
+    assert scaling["diagnoses"][0]["message"] in html
+
+
+# ---------------------------------------------------------------- resuming after a kill
+
+
+def make_class(root: Path, count: int) -> Path:
+    subs = root / "subs"
+    subs.mkdir()
+    for i in range(count):
+        write_dir(subs, f"s{i:02d}", REFERENCE if i % 2 else STUB)
+    return subs
+
+
+def finished(out: Path) -> dict[str, tuple[int, int]]:
+    """Finished results by student, with (inode, mtime) to prove they are not rewritten."""
+    folder = out / "results"
+    if not folder.is_dir():
+        return {}
+    return {p.stem: (p.stat().st_ino, p.stat().st_mtime_ns) for p in folder.glob("*.json")}
+
+
+def wait_for_results(out: Path, at_least: int, proc: subprocess.Popen, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while len(finished(out)) < at_least:
+        assert proc.poll() is None, "the batch ended before it could be interrupted"
+        assert time.monotonic() < deadline, "no progress"
+        time.sleep(0.05)
+
+
+def job_pids(parent: int) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmd = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"graders.harness.batch" in cmd and b"--parent" in cmd:
+                if cmd[cmd.index(b"--parent") + 1] == str(parent).encode():
+                    pids.append(int(entry.name))
+    return pids
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
+def test_interrupted_batch_resumes_without_losing_or_regrading(tmp_path, sig):
+    count = 14
+    subs = make_class(tmp_path, count)
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        batch_cmd(subs, out, "--jobs", "1"),
+        cwd=PROJECT.root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    wait_for_results(out, 3, proc)
+    os.kill(proc.pid, sig)
+    _, err = proc.communicate(timeout=60)
+    before = finished(out)
+    assert 3 <= len(before) < count, "interrupt mid-way"
+    if sig == signal.SIGINT:
+        assert proc.returncode == 130 and "run the same command again" in err
+        assert len(gradebook_rows(out)) == len(before)  # the partial gradebook holds what is finished
+    deadline = time.monotonic() + 10
+    while job_pids(proc.pid) and time.monotonic() < deadline:  # jobs die with the batch (via PDEATHSIG)
+        time.sleep(0.1)
+    assert job_pids(proc.pid) == []
+    for path in (out / "results").glob("*.json"):
+        SubmissionResult.model_validate_json(path.read_text())  # every result file is whole
+
+    again = run_batch(subs, out, "--jobs", "1")
+    assert again.returncode == 0, again.stderr
+    after = finished(out)
+    assert set(after) == {f"s{i:02d}" for i in range(count)}
+    assert {s: after[s] for s in before} == before  # kept as they were, not graded again
+    assert f"{len(before)} kept from before" in again.stderr
+    rows = gradebook_rows(out)
+    assert sorted(r["student"] for r in rows) == sorted(after)  # one row each: nothing lost or duplicated
+    assert {r["total"] for r in rows} == {"0", "28"}
+    assert no_temporary_files(out)
+
+
+def test_resume_refuses_a_different_seed(tmp_path):
+    subs = make_class(tmp_path, 1)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "batch.json").write_text(
+        json.dumps(
+            {
+                "settings": {
+                    "seed": 5,
+                    "lang": "en",
+                    "exercises": [EX],
+                    "call_seconds": 1.0,
+                    "run_hidden": True,
+                }
+            }
+        )
+    )
+    proc = run_batch(subs, out)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"error: {out}: this batch was started with --seed 5; "
+        "resume it with the same value, or choose another --out"
+    ]
+
+
+def test_results_folder_inside_submissions_is_refused(tmp_path):
+    subs = make_class(tmp_path, 1)
+    proc = run_batch(subs, subs / "results")
+    assert proc.returncode == 2 and "must not be inside the submissions folder" in proc.stderr
