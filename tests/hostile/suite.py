@@ -33,7 +33,7 @@ EXERCISE = "ex02_self_attention"
 SUBMISSION_FILE = f"{EXERCISE}.py"
 RECORD_SEED = 1234  # the seed the hard-coding attacker studied
 CASE_SEED = 777  # the seed the suite grades with (the product's default seed is random)
-LIMITS = Limits(call_seconds=1.5, call_cpu_seconds=0.5, cpu_seconds=20, memory_bytes=3 << 29)
+LIMITS = Limits(call_seconds=1.0, call_cpu_seconds=0.5, cpu_seconds=20, memory_bytes=3 << 29)
 LISTEN_PORTS = range(47913, 47923)
 UNIX_LISTENER = b"\0agw-hostile-listener"
 LEAK_MARKERS = ("LEAKED", "ENVIRON ", "EXFILTRATED", "pwned", "Reference solution:")

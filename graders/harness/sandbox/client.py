@@ -238,6 +238,7 @@ class SandboxPool:
             os.close(out_r)
             raise SandboxUnavailable(f"the sandbox could not start a worker: {reply.get('error', reply)}")
         worker = SandboxWorker(self, reply["pid"], ours, out_r)
+        worker.cpu_file = reply.get("cpu_file") if isinstance(reply.get("cpu_file"), str) else None
         try:
             hello = worker.request_raw(None, self.limits.start_seconds)[0]
         except SandboxFailure as exc:
@@ -308,6 +309,7 @@ class SandboxWorker:
         self.protections: list[str] = []
         self.output = CapturedOutput(pool.limits.output_bytes)
         self._closed: dict | None = None
+        self.cpu_file: str | None = None
         self._seq = 0
         self._reader = threading.Thread(target=self._drain, args=(out_fd,), daemon=True)
         self._reader.start()
@@ -318,7 +320,16 @@ class SandboxWorker:
                 self.output.feed(chunk)
 
     def cpu_time(self) -> float | None:
-        """CPU seconds the worker has used (all its threads and reaped children), from /proc."""
+        """CPU seconds used by the worker's cgroup (everything it started) or else by the worker itself."""
+        if self.cpu_file:
+            try:
+                with open(self.cpu_file) as fh:
+                    text = fh.read()
+                if self.cpu_file.endswith("cpuacct.usage"):
+                    return int(text) / 1e9
+                return int(text.split("usage_usec", 1)[1].split()[0]) / 1e6
+            except (OSError, ValueError, IndexError):
+                pass
         try:
             with open(f"/proc/{self.pid}/stat", "rb") as fh:
                 fields = fh.read().rsplit(b")", 1)[1].split()

@@ -15,6 +15,19 @@ Three privilege modes, found once when the zygote starts (`probe_privilege`):
 
 Every function returns the names of the protections that took effect: they end up in each
 report, so a report always says what it ran under. Imports: standard library only.
+
+What the lower levels do not protect:
+
+* ``userns`` ("partial"): the worker keeps the user's uid outside its namespaces, so a kernel
+  bug that escaped the empty root would reach the user's files; there is no cgroup, so memory is
+  capped per process (RLIMIT_AS) and processes per user (RLIMIT_NPROC, counted with the user's
+  other processes), not for the worker's tree as a whole; CPU is charged per call to the worker
+  process only (forked children are bounded by the wall deadline and their own RLIMIT_CPU).
+* ``none`` ("minimal"): the worker sees the whole file system with the user's rights (it can read
+  the reference if the user can), has the network, and shares the user's processes: ``kill(-1)``
+  or ``kill(getppid())`` reach the grader. Only rlimits, the import allow-list, the deadlines, the
+  output cap and the sweep of left-over processes hold. Grade untrusted code this way only inside
+  a container or VM that is itself the boundary.
 """
 
 from __future__ import annotations
@@ -128,44 +141,70 @@ def become_subreaper() -> bool:
         return False
 
 
-def unshare_namespaces(mode: str) -> list[str]:
-    """In the intermediate child: new namespaces; the next fork becomes PID 1 of the new PID namespace."""
+def unshare_namespaces(mode: str, pid: bool = True) -> list[str]:
+    """New namespaces for this (single-threaded) process; with `pid`, its next child is PID 1 of a new one."""
     if mode == "none":
         return []
-    flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS
+    flags = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | (CLONE_NEWPID if pid else 0)
     _check(_libc.unshare(flags), "unshare")
-    return ["pid-namespace", "mount-namespace", "network-namespace", "ipc-namespace"]
+    return ["mount-namespace", "network-namespace", "ipc-namespace"] + (["pid-namespace"] if pid else [])
+
+
+def open_own_pid_namespace() -> int | None:
+    try:
+        return os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+
+
+def unshare_pid_namespace() -> bool:
+    """Root's fast path: the zygote's next child becomes PID 1 of a new PID namespace (one fork)."""
+    return _libc.unshare(CLONE_NEWPID) == 0
+
+
+def restore_pid_namespace(fd: int) -> None:
+    """Point the zygote's later children back at its own PID namespace (after the fork)."""
+    _check(_libc.setns(fd, CLONE_NEWPID), "setns")
 
 
 class Cgroup:
-    """A cgroup per worker (root mode only): memory and process caps on the worker's whole tree."""
+    """A cgroup per worker (root mode only): memory and process caps and CPU accounting on its whole tree.
+
+    `cpu_file` (cpuacct.usage in v1, cpu.stat in v2) lets the trusted side charge a call for the
+    CPU time of everything the worker started (threads, forked children), not only its own.
+    """
 
     def __init__(self, name: str, memory_bytes: int, processes: int) -> None:
         self.dirs: list[str] = []
         self.applied: list[str] = []
+        self.cpu_file: str | None = None
         for controller, files in (
             ("memory", {"memory.limit_in_bytes": memory_bytes, "memory.max": memory_bytes}),
             ("pids", {"pids.max": processes}),
+            ("cpuacct", {}),
         ):
             base = _cgroup_dir(controller)
             if base is None:
                 continue
             path = os.path.join(base, name)
-            try:
-                os.mkdir(path)
-            except OSError:
-                continue
-            self.dirs.append(path)
-            wrote = False
+            if path not in self.dirs:
+                try:
+                    os.mkdir(path)
+                except OSError:
+                    continue
+                self.dirs.append(path)
             for fname, value in files.items():
                 try:
                     with open(os.path.join(path, fname), "w") as fh:
                         fh.write(str(value))
-                    wrote = True
+                    self.applied.append(f"cgroup:{controller}")
+                    break
                 except OSError:
                     pass
-            if wrote:
-                self.applied.append(f"cgroup:{controller}")
+            for fname in ("cpuacct.usage", "cpu.stat"):
+                if self.cpu_file is None and os.path.exists(os.path.join(path, fname)):
+                    self.cpu_file = os.path.join(path, fname)
+                    self.applied.append("cgroup:cpu-accounting")
 
     def add(self, pid: int) -> bool:
         ok = bool(self.dirs)
@@ -195,7 +234,7 @@ def _cgroup_dir(controller: str) -> str | None:
         return None
     for line in lines:
         _id, names, path = line.split(":", 2)
-        if controller in names.split(","):
+        if controller in names.split(",") and names:
             candidate = f"/sys/fs/cgroup/{controller}{path}"
             if os.path.isdir(candidate):
                 return candidate

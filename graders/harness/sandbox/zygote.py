@@ -6,10 +6,12 @@ before any op (forking after multi-threaded OpenMP work can deadlock the child),
 submission may import is imported here (workers run on an empty file system and can use only what
 was imported before the fork), and torch is warmed so that its lazy imports have already happened.
 
-A spawn forks twice: the intermediate child enters new namespaces (PID, mount, network, IPC,
-UTS; see `isolation`) and forks the worker, which becomes PID 1 of its own PID namespace, so
-killing it kills everything the submission started. The intermediate exits at once; the worker
-is re-parented here (this process is a child subreaper). In root mode the worker also gets its
+As root a spawn forks once: the zygote unshares a PID namespace for its next child, forks, and
+points itself back at its own; the worker is PID 1 of its own PID namespace, so killing it kills
+everything the submission started, and enters its other namespaces (mount, network, IPC, UTS;
+see `isolation`) itself. In a user namespace the zygote cannot point itself back, so an
+intermediate child enters the namespaces, forks the worker and exits; the worker is re-parented
+here (this process is a child subreaper). In root mode the worker also gets its
 own cgroup and uid. `reap` kills a worker, sweeps up anything left behind (orphans re-parented
 here, without PID namespaces) and collects every zombie.
 
@@ -86,6 +88,7 @@ class Zygote:
         self.children: dict[int, int] = {}  # live worker pid -> uid slot
         self.cgroups: dict[int, isolation.Cgroup] = {}
         self.spawned = 0
+        self.own_pidns = isolation.open_own_pid_namespace() if mode == "root" else None
 
     # ------------------------------------------------------------ children
 
@@ -122,21 +125,22 @@ class Zygote:
                     fields = fh.read().rsplit(b")", 1)[1].split()
             except OSError:
                 continue
-            if int(fields[1]) == me and fields[0] != b"Z":
-                found.append(int(entry))
+            if int(fields[1]) == me:
+                found.append(int(entry))  # zombies too: they are swept by being reaped
         return found
 
     def sweep(self, deadline: float) -> int:
-        swept = 0
+        """SIGKILL every stray and reap it (zombies included); return how many there were."""
+        swept: set[int] = set()
         while True:
             self.reap()
             strays = self._strays()
             if not strays or time.monotonic() > deadline:
-                return swept
+                return len(swept)
             for pid in strays:
+                swept.add(pid)
                 try:
                     os.kill(pid, signal.SIGKILL)
-                    swept += 1
                 except ProcessLookupError:
                     pass
             time.sleep(0.002)
@@ -165,6 +169,48 @@ class Zygote:
                 f"agw-{os.getpid()}-{self.spawned}", int(limits.get("memory_bytes", 3 << 30)),
                 int(limits.get("processes", 64)),
             )  # fmt: skip
+        if self.mode == "none" or (self.mode == "root" and self.own_pidns is not None):
+            pid = self._fork_directly(config, channel_fd, output_fd, uid)
+        else:
+            pid = self._fork_through_middle(config, channel_fd, output_fd, uid)
+        if pid is None:
+            if cgroup is not None:
+                cgroup.remove()
+            return {"error": "the worker could not be forked"}
+        self.children[pid] = slot
+        reply = {"pid": pid, "protections": [], "cpu_file": None}
+        if cgroup is not None:
+            if cgroup.add(pid):
+                reply.update(protections=list(cgroup.applied), cpu_file=cgroup.cpu_file)
+            self.cgroups[pid] = cgroup
+        return reply
+
+    def _worker_main(self, config, channel_fd, output_fd, namespaces, uid) -> None:
+        try:
+            self._become_worker(config, channel_fd, output_fd, namespaces, uid)
+        except BaseException:
+            traceback.print_exc()  # to the worker's output pipe once it is set up
+            sys.stderr.flush()
+        finally:
+            os._exit(70)
+
+    def _fork_directly(self, config, channel_fd, output_fd, uid) -> int:
+        """Root: one fork; the child is PID 1 of a new PID namespace and unshares the rest itself."""
+        new_pid_ns = self.mode == "root" and isolation.unshare_pid_namespace()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                namespaces = isolation.unshare_namespaces(self.mode, pid=False)
+            except OSError:
+                namespaces = []
+            namespaces += ["pid-namespace"] if new_pid_ns else []
+            self._worker_main(config, channel_fd, output_fd, namespaces, uid)
+        if new_pid_ns:
+            isolation.restore_pid_namespace(self.own_pidns)
+        return pid
+
+    def _fork_through_middle(self, config, channel_fd, output_fd, uid) -> int | None:
+        """Elsewhere: an intermediate child enters the namespaces and forks the worker, then exits."""
         r, w = os.pipe()
         middle = os.fork()
         if middle == 0:  # the intermediate: new namespaces, then the worker
@@ -177,13 +223,7 @@ class Zygote:
                 pid = os.fork()
                 if pid == 0:
                     os.close(w)
-                    try:
-                        self._become_worker(config, channel_fd, output_fd, namespaces, uid)
-                    except BaseException:
-                        traceback.print_exc()  # to the worker's output pipe once it is set up
-                        sys.stderr.flush()
-                    finally:
-                        os._exit(70)
+                    self._worker_main(config, channel_fd, output_fd, namespaces, uid)
                 os.write(w, struct.pack("=i", pid))
             finally:
                 os._exit(0)
@@ -194,18 +234,7 @@ class Zygote:
         finally:
             os.close(r)
             os.waitpid(middle, 0)
-        if len(raw) != 4:
-            if cgroup is not None:
-                cgroup.remove()
-            return {"error": "the worker could not be forked"}
-        (pid,) = struct.unpack("=i", raw)
-        self.children[pid] = slot
-        protections = []
-        if cgroup is not None:
-            if cgroup.add(pid):
-                protections = list(cgroup.applied)
-            self.cgroups[pid] = cgroup
-        return {"pid": pid, "protections": protections}
+        return struct.unpack("=i", raw)[0] if len(raw) == 4 else None
 
     def _become_worker(
         self, config: dict, channel_fd: int, output_fd: int, namespaces: list[str], uid: int | None

@@ -6,7 +6,8 @@ torch.sys.setrecursionlimit(10**8)
 
 
 def down(n):
-    return down(n + 1) + 1
+    # through max(), a C function, so that every level also takes C stack: it overflows, not the heap
+    return max([n], key=lambda m: down(m + 1))
 
 
 def scaled_dot_product_attention(q, k, v):
