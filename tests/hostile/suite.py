@@ -108,7 +108,7 @@ def snapshot(*roots: Path) -> dict[str, str]:
     """sha256 of every file under `roots` (symlinks recorded by target), caches excluded."""
     out = {}
     for root in roots:
-        for path in sorted(root.rglob("*")):
+        for path in sorted(root.rglob("*")) if root.is_dir() else [root]:
             if "__pycache__" in path.parts or ".pytest_cache" in path.parts:
                 continue
             if path.is_symlink():
@@ -116,6 +116,20 @@ def snapshot(*roots: Path) -> dict[str, str]:
             elif path.is_file():
                 out[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
     return out
+
+
+def guarded_paths(project: Project) -> list[Path]:
+    """reference/ and graders/; outside CI, graders/harness/ minus sandbox/ is left out, since other
+    engineers edit it in the same working tree while the suite runs (the sandbox cannot see any of
+    it anyway: its root file system is empty)."""
+    if os.environ.get("CI"):
+        return [project.root / "reference", project.root / "graders"]
+    graders = project.root / "graders"
+    return [
+        project.root / "reference",
+        *sorted(p for p in graders.iterdir() if p.name != "harness"),
+        graders / "harness" / "sandbox",
+    ]
 
 
 def changed(before: dict[str, str], after: dict[str, str]) -> list[str]:
@@ -288,7 +302,7 @@ def run_case(
         _fill_known(folder, recorded)
         studied = grade(project, folder, seed=RECORD_SEED, exercises=[EXERCISE], pool=pool)
         result.points_on_known_seed = _points(studied, case.attacked)
-    guarded = [project.root / "reference", project.root / "graders"]
+    guarded = guarded_paths(project)
     before = snapshot(*guarded, folder)
     loose = [Path(os.getcwd(), name) for name in LOOSE_FILES] + [project.root / n for n in LOOSE_FILES]
     loose_before = {p for p in loose if p.exists()}
