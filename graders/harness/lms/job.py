@@ -21,54 +21,39 @@ import sys
 import tempfile
 import threading
 import time
-import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..i18n import Lang
 from ..models import ExerciseManifest
 from ..project import Project
-from ..sandbox.client import SandboxPool, SandboxWorker
+from ..sandbox.client import SandboxPool
 from .intake import Entry, Refusal, require_exercise_files, submission_root, unpack_zip
 from .messages import msg
+from .pool import BatchPool
 from .result import SubmissionResult
 
 PR_SET_PDEATHSIG = 1
 
 
-class TrackingPool(SandboxPool):
-    """A pool that remembers its live workers, so a job told to stop can kill them at once."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.live: weakref.WeakSet[SandboxWorker] = weakref.WeakSet()
-
-    def spawn(self, seed: int = 0) -> SandboxWorker:
-        worker = super().spawn(seed)
-        self.live.add(worker)
-        return worker
-
-    def kill_all(self) -> None:
-        """SIGKILL live workers and the zygote. Safe in a signal handler: no lock, no wait, no I/O."""
-        pids = [w.pid for w in list(self.live) if w.alive] + ([self.zygote_pid] if self.zygote_pid else [])
-        for pid in pids:
-            for kill in (os.killpg, os.kill):
-                try:
-                    kill(pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-
-
 @dataclass(frozen=True)
 class CappedProject(Project):
-    """A project whose manifests' `call_seconds` are capped (`batch --call-seconds`)."""
+    """The project as a job sees it: `call_seconds` capped (`batch --call-seconds`), manifests parsed
+    once and kept while their file is unchanged (every submission of a batch loads them all)."""
 
     call_cap: float | None = None
+    _parsed: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def load_manifest(self, exercise_id: str) -> ExerciseManifest:
+        path = self.manifest_path(exercise_id)
+        stamp = path.stat().st_mtime_ns if path.is_file() else None
+        cached = self._parsed.get(exercise_id)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
         manifest = super().load_manifest(exercise_id)
         if self.call_cap is not None and self.call_cap < manifest.call_seconds:
             manifest = manifest.model_copy(update={"call_seconds": self.call_cap})
+        self._parsed[exercise_id] = (stamp, manifest)
         return manifest
 
 
@@ -170,8 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the batch decides when jobs stop
     _die_with_parent(args.parent)
-    pool = TrackingPool()
-    warm = threading.Thread(target=lambda: pool.spawn().close(), daemon=True)
+    pool = BatchPool()
+    warm = threading.Thread(target=pool.warm, daemon=True)
     warm.start()  # the zygote imports torch while this process does the same
     import torch
 
@@ -206,5 +191,5 @@ def main(argv: list[str] | None = None) -> int:
             "zygote_kb": peak_kb(pool.zygote_pid),
         }
         protocol.write(json.dumps(reply, ensure_ascii=False) + "\n")
-    pool.close()
+    pool.shutdown()
     return 0

@@ -1,0 +1,201 @@
+"""Batch grading throughput: `grade.py batch --jobs 2`, `--jobs 1`, and one process per submission.
+
+    python benchmarks/batch.py [--n 120] [--subset 12] [--call-seconds 0.5] [--keep DIR]
+
+Generates N submissions for every exercise that exists: correct ones (the reference files), one
+known mistake each (a mutant from tests/mutants/ in one exercise, reference elsewhere), stubs, and
+broken ones (syntax error, endless loop at import or in a function, missing files, empty folder);
+about one in six is a .zip. Then grades them in ONE run three ways and prints submissions per
+second, the ratios and each job's peak memory:
+
+1. `python grade.py batch --jobs 2` (trusted job processes and their zygotes started once, reused);
+2. `python grade.py batch --jobs 1`;
+3. one fresh `python grade.py SUB --format json` process per submission, two at a time (how
+   container-per-submission graders work), on `--subset` folder submissions taken evenly from the
+   set, without the endless loops (that would only make this way look slower: the single-submission
+   command has no --call-seconds).
+
+The batch figures include everything (start-up, the endless loops, zips, the gradebook and class
+report); the per-process figure is measured on the subset and stated as such. Scores of the subset
+are compared between the ways (same seed, so they must agree).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import tomllib
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from graders.harness.project import default_project  # noqa: E402
+
+SEED = 20261129
+LOOP_AT_IMPORT = "while True:\n    pass\n"
+SYNTAX_ERROR = "def broken(:\n    return\n"
+
+
+def mutants(project) -> list[tuple[str, Path]]:
+    out = []
+    for exercise in project.exercise_ids():
+        folder = project.root / "tests" / "mutants" / exercise
+        if (folder / "mutants.toml").is_file():
+            names = tomllib.loads((folder / "mutants.toml").read_text(encoding="utf-8"))
+            out += [(exercise, folder / f"{name}.py") for name in names if (folder / f"{name}.py").is_file()]
+    return out
+
+
+def first_function(source: str) -> str | None:
+    for line in source.splitlines():
+        if line.startswith("def "):
+            return line[4:].split("(")[0]
+    return None
+
+
+def generate(folder: Path, n: int, rng: random.Random) -> dict[str, str]:
+    """N submissions in `folder`; returns {student: kind}."""
+    project = default_project()
+    ids = project.exercise_ids()
+    reference = {e: project.reference_path(e).read_text(encoding="utf-8") for e in ids}
+    stub = {e: project.template_path(e).read_text(encoding="utf-8") for e in ids}
+    known = mutants(project)
+    looping = next((e for e in ids if first_function(reference[e])), ids[0])
+    loop_in_function = (
+        reference[looping]
+        + f"\n\ndef {first_function(reference[looping])}(*args, **kwargs):\n    while True:\n        pass\n"
+    )
+    plan = (
+        ["correct"] * 36 + ["mutant"] * 42 + ["stub"] * 12 + ["syntax"] * 8 + ["missing"] * 8
+        + ["loop_import"] * 2 + ["loop_function"] * 1 + ["empty"] * 2
+    )  # fmt: skip
+    kinds = [plan[i % len(plan)] for i in range(n)]
+    rng.shuffle(kinds)
+    made = {}
+    for i, kind in enumerate(kinds):
+        files = dict(reference)
+        if kind == "mutant" and known:
+            exercise, path = known[i % len(known)]
+            files[exercise] = path.read_text(encoding="utf-8")
+        elif kind == "stub":
+            files = dict(stub)
+        elif kind == "syntax":
+            files[rng.choice(ids)] = SYNTAX_ERROR
+        elif kind == "missing":
+            kept = rng.sample(ids, max(1, len(ids) // 2))
+            files = {e: s for e, s in files.items() if e in kept}
+        elif kind == "loop_import":
+            files[rng.choice(ids)] = LOOP_AT_IMPORT
+        elif kind == "loop_function":
+            files[looping] = loop_in_function
+        elif kind == "empty":
+            files = {}
+        student = f"student{i:04d}"
+        as_zip = kind not in ("empty",) and i % 6 == 5
+        if as_zip:
+            with zipfile.ZipFile(folder / f"{student}.zip", "w", zipfile.ZIP_DEFLATED) as zf:
+                for exercise, source in files.items():
+                    zf.writestr(f"{student}/{exercise}.py", source)
+        else:
+            (folder / student).mkdir()
+            for exercise, source in files.items():
+                (folder / student / f"{exercise}.py").write_text(source, encoding="utf-8")
+        made[student] = kind + (" (zip)" if as_zip else "")
+    return made
+
+
+def run_batch(subs: Path, out: Path, jobs: int, call_seconds: float) -> tuple[float, dict]:
+    cmd = [sys.executable, "grade.py", "batch", str(subs), "--out", str(out), "--jobs", str(jobs),
+           "--seed", str(SEED), "--lang", "en", "--call-seconds", str(call_seconds)]  # fmt: skip
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if proc.returncode != 0:
+        sys.exit(f"batch --jobs {jobs} failed:\n{proc.stderr[-3000:]}")
+    return seconds, json.loads((out / "batch.json").read_text())["last_run"]
+
+
+def run_per_process(subs: Path, students: list[str], out: Path) -> tuple[float, dict[str, float]]:
+    out.mkdir()
+
+    def one(student: str) -> float:
+        target = out / f"{student}.json"
+        cmd = [sys.executable, "grade.py", str(subs / student), "--format", "json", "--out", str(target),
+               "--seed", str(SEED), "--lang", "en"]  # fmt: skip
+        subprocess.run(cmd, cwd=ROOT, capture_output=True, check=True)
+        return json.loads(target.read_text())["score"]
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=2) as workers:
+        scores = dict(zip(students, workers.map(one, students), strict=True))
+    return time.perf_counter() - start, scores
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=120)
+    parser.add_argument("--subset", type=int, default=12)
+    parser.add_argument("--call-seconds", type=float, default=0.5)
+    parser.add_argument("--keep", type=Path, default=None, help="keep the generated files and results here")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="batch-bench-")) if args.keep is None else args.keep
+    work.mkdir(parents=True, exist_ok=True)
+    subs = work / "submissions"
+    shutil.rmtree(subs, ignore_errors=True)
+    subs.mkdir()
+    made = generate(subs, args.n, random.Random(SEED))
+    mix: dict[str, int] = {}
+    for kind in made.values():
+        mix[kind.split()[0]] = mix.get(kind.split()[0], 0) + 1
+    zips = sum(1 for k in made.values() if k.endswith("(zip)"))
+    print(f"{len(made)} submissions over {len(default_project().exercise_ids())} exercises: "
+          f"{', '.join(f'{v} {k}' for k, v in sorted(mix.items()))}; {zips} as .zip")  # fmt: skip
+
+    figures = {}
+    for jobs in (2, 1):
+        out = work / f"results-jobs{jobs}"
+        shutil.rmtree(out, ignore_errors=True)
+        seconds, last = run_batch(subs, out, jobs, args.call_seconds)
+        figures[jobs] = (seconds, last, out)
+        print(
+            f"batch --jobs {jobs}: {len(made)} in {seconds:.1f} s = {len(made) / seconds:.2f} submissions/s"
+        )
+        for job in last["jobs"]:
+            print(f"    job {job['job']}: {job['graded']} graded, peak RSS {job['peak_rss_mib']} MiB "
+                  f"(its zygote: {job['zygote_peak_rss_mib']} MiB)")  # fmt: skip
+
+    candidates = [s for s, k in made.items() if "loop" not in k and "zip" not in k]
+    step = max(1, len(candidates) // args.subset)
+    subset = candidates[::step][: args.subset]
+    out = work / "results-per-process"
+    shutil.rmtree(out, ignore_errors=True)
+    seconds, scores = run_per_process(subs, subset, out)
+    per_process = len(subset) / seconds
+    print(f"one grade.py process per submission (2 at a time, {len(subset)} without endless loops): "
+          f"{seconds:.1f} s = {per_process:.2f} submissions/s")  # fmt: skip
+
+    batch_scores = {
+        s: json.loads((figures[2][2] / "results" / f"{s}.json").read_text())["score"] for s in subset
+    }
+    agree = all(batch_scores[s] == scores[s] for s in subset)
+    rate2, rate1 = len(made) / figures[2][0], len(made) / figures[1][0]
+    print(f"scores of the subset agree between batch and per-process: {'yes' if agree else 'NO'}")
+    print(f"batch --jobs 2 vs one process per submission: {rate2 / per_process:.1f}x faster (target >= 10x)")
+    print(f"batch --jobs 2 vs --jobs 1: {rate2 / rate1:.2f}x")
+    print(f"batch --jobs 2 rate: {rate2:.2f} submissions/s (target >= 8 on this 2-core machine)")
+    if args.keep is None:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
