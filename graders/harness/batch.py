@@ -34,7 +34,7 @@ from .lms import analytics, gradebook
 from .lms.intake import Entry, discover, fingerprint
 from .lms.messages import msg
 from .lms.progress import Progress
-from .lms.result import SubmissionResult
+from .lms.result import SubmissionResult, possible_score
 from .lms.store import ResultStore, StoreBusy, write_atomic
 from .models import ExerciseManifest
 from .project import Project
@@ -143,10 +143,6 @@ def settle(args: argparse.Namespace, stored: dict | None, project: Project) -> B
         call_seconds=args.call_seconds,
         run_hidden=cli.project_runs_hidden(project),
     )
-
-
-def max_score(manifests: list[ExerciseManifest], run_hidden: bool) -> float:
-    return sum(c.points for m in manifests for c in m.checks if run_hidden or c.visibility != "hidden")
 
 
 def submission_budget(manifests: list[ExerciseManifest], call_cap: float | None) -> float:
@@ -295,7 +291,7 @@ class Dispatcher:
         self.record(job, SubmissionResult(
             student=entry.student, source=entry.source, status="error", problem=problem,
             reason=msg(problem, **params)(s.lang), seed=s.seed, lang=s.lang,
-            score=0.0, max_score=max_score(manifests, s.run_hidden),
+            score=0.0, max_score=possible_score(manifests, s.run_hidden),
             elapsed=time.monotonic() - job.started_at, fingerprint=fingerprint(entry),
         ))  # fmt: skip
 

@@ -301,9 +301,16 @@ def _verify_stripped(path: Path, text: str, hidden: set[str]) -> None:
 # ---------------------------------------------------------------- `python grade.py build KIND DIR`
 
 Builder = Callable[[Project, Path, "list[str] | None"], list[Path]]
+def _gradescope_zip(project: Project, dest: Path, only: list[str] | None) -> list[Path]:
+    from .lms.gradescope_build import write_gradescope_zip  # builds on write_distribution(..., "autograder")
+
+    return write_gradescope_zip(project, dest, exercises=only)
+
+
 BUILDERS: dict[str, Builder] = {
     "student": lambda project, dest, only: write_distribution(project, dest, "student", exercises=only),
     "autograder": lambda project, dest, only: write_distribution(project, dest, "autograder", exercises=only),
+    "gradescope": _gradescope_zip,
 }
 
 

@@ -31,7 +31,7 @@ from ..sandbox.client import SandboxPool
 from .intake import Entry, Refusal, require_exercise_files, submission_root, unpack_zip
 from .messages import msg
 from .pool import BatchPool
-from .result import SubmissionResult
+from .result import SubmissionResult, possible_score
 
 PR_SET_PDEATHSIG = 1
 
@@ -66,9 +66,7 @@ class JobSettings:
     run_hidden: bool
 
     def max_score(self, manifests: list[ExerciseManifest]) -> float:
-        return sum(
-            c.points for m in manifests for c in m.checks if self.run_hidden or c.visibility != "hidden"
-        )
+        return possible_score(manifests, self.run_hidden)
 
 
 def grade_entry(entry: Entry, fingerprint: str, settings: JobSettings, pool: SandboxPool) -> SubmissionResult:

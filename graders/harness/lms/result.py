@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..i18n import Lang
-from ..models import Report
+from ..models import ExerciseManifest, Report
 
 RESULT_SCHEMA_VERSION = 1
 ResultStatus = Literal["graded", "refused", "error"]
@@ -56,3 +56,8 @@ class SubmissionResult(BaseModel):
     @property
     def gradable(self) -> bool:
         return self.status == "graded" and self.report is not None
+
+
+def possible_score(manifests: list[ExerciseManifest], run_hidden: bool) -> float:
+    """The maximum a submission can score: every check, or only the visible ones in a student build."""
+    return sum(c.points for m in manifests for c in m.checks if run_hidden or c.visibility != "hidden")
