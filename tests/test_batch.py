@@ -8,6 +8,7 @@ exercise 2 only and with short deadlines, so that each run takes a few seconds.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import re
@@ -30,6 +31,7 @@ from graders.harness.lms.intake import (
     submission_root,
     unpack_zip,
 )
+from graders.harness.lms.progress import Progress
 from graders.harness.lms.result import SubmissionResult
 
 EX = "ex02_self_attention"
@@ -37,6 +39,7 @@ FILE = f"{EX}.py"
 REFERENCE = PROJECT.reference_path(EX).read_text(encoding="utf-8")
 STUB = PROJECT.template_path(EX).read_text(encoding="utf-8")
 NO_SCALING = (PROJECT.root / "tests" / "mutants" / EX / "no_scaling.py").read_text(encoding="utf-8")
+WRONG_SCALE = (PROJECT.root / "tests" / "mutants" / EX / "wrong_scale.py").read_text(encoding="utf-8")
 
 
 # ---------------------------------------------------------------- zip intake
@@ -140,6 +143,20 @@ def test_discover_keeps_every_entry_once(tmp_path):
     }
 
 
+def test_progress_bar_on_a_terminal_and_lines_otherwise():
+    result = SubmissionResult(
+        student="ada", source="ada", status="graded", seed=1, lang="en", score=3, max_score=4
+    )
+    bar, lines = io.StringIO(), io.StringIO()
+    on_tty, in_log = Progress(10, 2, bar, bar=True), Progress(10, 2, lines, bar=False)
+    for progress in (on_tty, in_log):
+        progress.start -= 2.0  # two seconds in: one submission graded in this run -> 0.5/s, 7 left -> 0:14
+        progress.advance(result)
+    assert bar.getvalue().startswith("\r[") and "3/10" in bar.getvalue() and "ETA 0:14" in bar.getvalue()
+    assert "\n" not in bar.getvalue()  # redrawn in place
+    assert lines.getvalue() == "[ 3/10] ada: graded 3/4 (0.00 s; 0.5/s, ETA 0:14)\n"
+
+
 # ---------------------------------------------------------------- running a batch
 
 
@@ -194,6 +211,7 @@ def class_run(tmp_path_factory):
     write_dir(subs, "ben", STUB)
     write_dir(subs, "cy", NO_SCALING)
     write_dir(subs, "dee", NO_SCALING)
+    write_dir(subs, "eve", WRONG_SCALE)
     write_dir(subs, "syntax", "def scaled_dot_product_attention(q, k, v):\n    return (\n")
     write_dir(subs, "flood", 'print("spam " * 1_000_000)\n' + REFERENCE)
     loop = "\n\ndef scaled_dot_product_attention(q, k, v):\n    while True:\n        pass\n"
@@ -218,6 +236,7 @@ def test_batch_grades_everyone_and_gives_every_failure_a_row(class_run):
         "ben",
         "cy",
         "dee",
+        "eve",
         "syntax",
         "flood",
         "hang",
@@ -234,6 +253,7 @@ def test_batch_grades_everyone_and_gives_every_failure_a_row(class_run):
         "ben": "graded",
         "cy": "graded",
         "dee": "graded",
+        "eve": "graded",
         "syntax": "graded",
         "flood": "graded",
         "hang": "error",
@@ -246,7 +266,7 @@ def test_batch_grades_everyone_and_gives_every_failure_a_row(class_run):
     }
     assert rows["ada"][EX] == rows["ada"]["total"] == rows["zed"]["total"] == rows["flood"]["total"] == "28"
     assert rows["ben"]["total"] == rows["syntax"]["total"] == "0"
-    assert 0 < float(rows["cy"]["total"]) < 28
+    assert 0 < float(rows["cy"]["total"]) < 28 and 0 < float(rows["eve"]["total"]) < 28
     assert "6 s" in rows["hang"]["reason"] and "outside" in rows["mallory"]["reason"]
     assert "zip bomb" in rows["bomb"]["reason"] and "none of the exercise files" in rows["empty"]["reason"]
     assert not (subs.parent / "escape.py").exists() and not (out / "escape.py").exists()
@@ -259,7 +279,7 @@ def test_batch_results_are_complete_seeded_and_in_gradescope_format(class_run):
     settings = json.loads((out / "batch.json").read_text())
     assert settings["settings"]["seed"] == 11
     results = [SubmissionResult.model_validate_json(p.read_text()) for p in (out / "results").glob("*.json")]
-    assert len(results) == 13 and all(r.seed == 11 for r in results)
+    assert len(results) == 14 and all(r.seed == 11 for r in results)
     assert all(r.report.seed == 11 for r in results if r.report)
     flood = next(r for r in results if r.student == "flood")
     assert flood.report.exercises[0].output_dropped > 0  # the flood was capped, not carried
@@ -267,7 +287,7 @@ def test_batch_results_are_complete_seeded_and_in_gradescope_format(class_run):
         data = json.loads((out / "gradescope" / f"{result.student}.json").read_text())
         assert data["score"] == result.score and data["extra_data"]["seed"] == 11
     # plain progress lines when stderr is not a terminal
-    assert re.search(r"^\[ ?1/13\] .+: (graded|refused|error) .*/s, ETA", proc.stderr, re.M)
+    assert re.search(r"^\[ ?1/14\] .+: (graded|refused|error) .*/s, ETA", proc.stderr, re.M)
     assert "peak RSS" in proc.stderr
 
 
@@ -275,19 +295,25 @@ def test_batch_results_are_complete_seeded_and_in_gradescope_format(class_run):
 def test_class_report_and_analytics_show_the_shared_mistake(class_run):
     subs, out, proc = class_run
     figures = json.loads((out / "analytics.json").read_text())
-    assert figures["submissions"] == 13 and figures["graded"] == 7 and figures["refused"] == 5
+    assert figures["submissions"] == 14 and figures["graded"] == 8 and figures["refused"] == 5
     assert figures["errors"] == 1
-    assert sum(b["count"] for b in figures["histogram"]) == 7
+    assert sum(b["count"] for b in figures["histogram"]) == 8
     assert figures["histogram"][-1]["count"] == 3 and figures["histogram"][0]["count"] >= 2  # ada, zed, flood
     shared = {m["id"]: m["students"] for m in figures["misconceptions"]}
     assert shared[f"{EX}/no_scaling"] == 2
     scaling = next(c for c in figures["checks"] if c["id"] == "sdpa_scaling")
-    assert scaling["attempted"] == 7 and scaling["passed"] == 3
-    assert scaling["diagnoses"][0]["id"] == "no_scaling" and scaling["diagnoses"][0]["students"] == 2
+    assert scaling["attempted"] == 8 and scaling["passed"] == 3
+    named = {d["id"]: d for d in scaling["diagnoses"]}
+    assert scaling["diagnoses"][0]["id"] == "no_scaling" and named["no_scaling"]["students"] == 2
+    assert named["wrong_scale"]["students"] == 1
+    # class-wide sentences leave out one student's values instead of showing the {placeholders}
+    assert "…" in named["wrong_scale"]["message"] and not any(
+        "{" in m["message"] for m in figures["misconceptions"]
+    )
     html = (out / "class_report.html").read_text()
     assert "<img src=x" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html  # autoescaped
-    assert "43%" in html  # 3 of 7 passed sdpa_scaling, shown as in analytics.json
-    assert scaling["diagnoses"][0]["message"] in html
+    assert f"{100 * 3 / 8:.0f}% (3/8)" in html  # sdpa_scaling's pass rate, as in analytics.json
+    assert html.count(named["no_scaling"]["message"]) >= 2  # in the check's row and the class-wide list
 
 
 # ---------------------------------------------------------------- resuming after a kill

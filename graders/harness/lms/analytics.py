@@ -8,6 +8,7 @@ submissions only; refused ones and grader failures are counted and listed with t
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections import Counter
 from pathlib import Path
@@ -22,6 +23,13 @@ from .result import SubmissionResult
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "reports" / "templates"
 BINS = 10
+_PARAM = re.compile(r"\{[^{}]*\}")
+
+
+def class_message(manifest: ExerciseManifest | None, diagnosis: str, lang: Lang) -> str:
+    """A diagnosis as the class sees it: the manifest's sentence, one student's values left out."""
+    spec = manifest.diagnoses.get(diagnosis) if manifest else None
+    return _PARAM.sub("…", spec.message(lang)) if spec else diagnosis
 
 
 class _Model(BaseModel):
@@ -102,7 +110,6 @@ def _check_stats(
     for spec in manifest.checks:
         statuses: Counter[str] = Counter()
         diagnoses: Counter[str] = Counter()
-        messages: dict[str, str] = {}
         for result in graded:
             exercise = next((e for e in result.report.exercises if e.id == manifest.id), None)
             check = next((c for c in exercise.checks if c.id == spec.id), None) if exercise else None
@@ -111,7 +118,6 @@ def _check_stats(
             statuses[check.status] += 1
             if check.diagnosis:
                 diagnoses[check.diagnosis] += 1
-                messages.setdefault(check.diagnosis, check.diagnosis_message or check.diagnosis)
         attempted = sum(statuses.values())
         out.append(
             CheckStats(
@@ -125,7 +131,7 @@ def _check_stats(
                 pass_rate=statuses["passed"] / attempted if attempted else 0.0,
                 statuses=dict(sorted(statuses.items())),
                 diagnoses=[
-                    DiagnosisCount(id=d, message=messages[d], students=n)
+                    DiagnosisCount(id=d, message=class_message(manifest, d, lang), students=n)
                     for d, n in diagnoses.most_common(top)
                 ],
             )
@@ -143,8 +149,7 @@ def _misconceptions(
     by_id = {m.id: m for m in manifests}
     out = []
     for (exercise, diagnosis), count in students.most_common():
-        spec = by_id[exercise].diagnoses.get(diagnosis) if exercise in by_id else None
-        text = spec.message(lang) if spec else diagnosis
+        text = class_message(by_id.get(exercise), diagnosis, lang)
         out.append(DiagnosisCount(id=f"{exercise}/{diagnosis}", message=text, students=count))
     return out
 

@@ -99,7 +99,9 @@ MESSAGES: dict[str, Text] = {
     "cr_misconceptions": Text(
         zh="全班共有的错误（按学生人数）", en="Misconceptions shared by the class (by students)"
     ),
-    "cr_students": Text(zh="人", en="students"),
+    "cr_students": Text(zh="学生数", en="students"),
+    "cr_diagnosis": Text(zh="诊断出的错误", en="diagnosed mistake"),
+    "cr_more": Text(zh="另有 {count} 种错误，见 analytics.json。", en="{count} more in analytics.json."),
     "cr_none": Text(zh="无", en="none"),
     "cr_problems": Text(zh="未能评分的提交", en="Submissions that could not be graded"),
     "cr_student": Text(zh="学生", en="Student"),
