@@ -78,6 +78,8 @@ def main(argv: list[str]) -> int:
                 )
                 continue
             verdict = "ok" if r.ok else "FAILED: " + "; ".join(r.problems())
+            if r.points_on_known_seed is not None:
+                verdict += f" (earned {r.points_on_known_seed:g} under its studied seed {suite.RECORD_SEED})"
             points = f"{r.points_attacked:g}/{r.max_attacked:g}"
             print(
                 f"{case.name:26s} {r.seconds:7.2f} {points:>9s} {len(r.processes_left):5d} "
