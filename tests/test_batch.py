@@ -168,13 +168,14 @@ def write_dir(root: Path, name: str, source: str | None) -> None:
 
 
 def batch_cmd(subs: Path, out: Path, *extra: str) -> list[str]:
+    """The command, run from `subs.parent` with relative paths (the jobs run elsewhere: paths must hold)."""
     return [
         sys.executable,
-        "grade.py",
+        str(PROJECT.root / "grade.py"),
         "batch",
-        str(subs),
+        subs.name,
         "--out",
-        str(out),
+        os.path.relpath(out, subs.parent),
         "--exercise",
         EX,
         "--seed",
@@ -189,7 +190,7 @@ def batch_cmd(subs: Path, out: Path, *extra: str) -> list[str]:
 
 def run_batch(subs: Path, out: Path, *extra: str, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run(
-        batch_cmd(subs, out, *extra), cwd=PROJECT.root, capture_output=True, text=True, timeout=timeout
+        batch_cmd(subs, out, *extra), cwd=subs.parent, capture_output=True, text=True, timeout=timeout
     )
 
 
@@ -365,7 +366,7 @@ def test_interrupted_batch_resumes_without_losing_or_regrading(tmp_path, sig):
     out = tmp_path / "out"
     proc = subprocess.Popen(
         batch_cmd(subs, out, "--jobs", "1"),
-        cwd=PROJECT.root,
+        cwd=subs.parent,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -417,7 +418,7 @@ def test_resume_refuses_a_different_seed(tmp_path):
     proc = run_batch(subs, out)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        f"error: {out}: this batch was started with --seed 5; "
+        "error: out: this batch was started with --seed 5; "
         "resume it with the same value, or choose another --out"
     ]
 

@@ -178,8 +178,11 @@ class Job:
             "fingerprint": fingerprint(entry),
         }
         self.current, self.started_at = entry, time.monotonic()
-        self.proc.stdin.write((json.dumps(request, ensure_ascii=False) + "\n").encode())
-        self.proc.stdin.flush()
+        try:
+            self.proc.stdin.write((json.dumps(request, ensure_ascii=False) + "\n").encode())
+            self.proc.stdin.flush()
+        except OSError:  # the job died: the dispatcher sees it and gives this submission its row
+            self.eof = True
 
     def pump(self) -> None:
         """Read what the job wrote; complete lines go to `lines`."""
@@ -423,7 +426,7 @@ def _run(
     stored = store.read_settings()
     settings = settle(args, stored, project)
     store.write_settings({**(stored or {}), "settings": settings.as_dict()})
-    entries = discover(args.submissions)
+    entries = discover(args.submissions.resolve())  # jobs run elsewhere: they get absolute paths
     todo = plan(entries, store, settings, args.format, args.retry_errors)
     budget = args.submission_timeout or submission_budget(manifests, settings.call_seconds)
     progress = Progress(len(entries), len(entries) - len(todo), sys.stderr, bar=sys.stderr.isatty())
