@@ -167,9 +167,9 @@ def main() -> None:
         shutil.rmtree(out, ignore_errors=True)
         seconds, last = run_batch(subs, out, jobs, args.call_seconds)
         figures[jobs] = (seconds, last, out)
-        print(
-            f"batch --jobs {jobs}: {len(made)} in {seconds:.1f} s = {len(made) / seconds:.2f} submissions/s"
-        )
+        steady = len(made) / max(seconds - last["startup_seconds"], 1e-9)
+        print(f"batch --jobs {jobs}: {len(made)} in {seconds:.1f} s = {len(made) / seconds:.2f} per second "
+              f"(start-up {last['startup_seconds']:.1f} s; after it {steady:.2f}/s)")  # fmt: skip
         for job in last["jobs"]:
             print(f"    job {job['job']}: {job['graded']} graded, peak RSS {job['peak_rss_mib']} MiB "
                   f"(its zygote: {job['zygote_peak_rss_mib']} MiB)")  # fmt: skip

@@ -233,6 +233,7 @@ class Dispatcher:
         self.jobs: list[Job] = []
         self.retired: list[Job] = []
         self.failed_starts = 0
+        self.first_ready: float | None = None  # when grading could begin (monotonic clock)
 
     def command(self) -> list[str]:
         s = self.settings
@@ -303,6 +304,7 @@ class Dispatcher:
         if message.get("ready"):
             job.ready = True
             self.failed_starts = 0
+            self.first_ready = self.first_ready or time.monotonic()
             return
         result = SubmissionResult.model_validate(message["result"])
         job.peak_rss_kb = max(job.peak_rss_kb, int(message.get("rss_kb", 0)))
@@ -452,8 +454,10 @@ def _run(
     seconds = time.monotonic() - started
     done = sum(1 for e in entries if store.result_path(e.student).exists())
     gradebook_path, report_path = write_summaries(entries, store, settings, project)
+    startup = dispatcher.first_ready - started if dispatcher.first_ready else 0.0
     run = {"graded": progress.graded_now, "seconds": round(seconds, 3), "jobs": dispatcher.memory(),
-           "rate": round(progress.graded_now / seconds, 3) if seconds > 0 else 0.0}  # fmt: skip
+           "rate": round(progress.graded_now / seconds, 3) if seconds > 0 else 0.0,
+           "startup_seconds": round(startup, 3)}  # fmt: skip
     store.write_settings({"settings": settings.as_dict(), "last_run": run})
     lang = settings.lang
     if status == EXIT_INTERRUPTED:
