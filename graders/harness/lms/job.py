@@ -1,7 +1,8 @@
 """One batch job: a long-lived trusted grading process with its own zygote, fed over a pipe.
 
 Started by `grade.py batch` as `python -m graders.harness.batch --job ...`. It imports the
-harness, pytest and torch once, starts its `SandboxPool` once, says `{"ready": true}` on stdout,
+harness, pytest and torch once, starts its sandbox pool once (a `BatchPool`: a spare worker per
+exercise forked ahead, see `lms/pool.py`), says `{"ready": true}` on stdout,
 then reads one request per line on stdin (`{"student", "path", "kind", "fingerprint"}`) and
 answers each with one line `{"result": SubmissionResult, "rss_kb", "zygote_kb"}`. Student code
 still runs only in workers forked per submission (per exercise), never in this process.
