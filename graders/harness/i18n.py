@@ -129,6 +129,19 @@ CATALOG: dict[str, dict[str, str]] = {
         "en": "Hidden checks are not run in the student distribution; they run when you submit.",
     },
     "ui_hidden": {"zh": "隐藏", "en": "hidden"},
+    "level_full": {
+        "zh": "完全隔离（独立用户、无网络、看不到评分文件）",
+        "en": "full (own uid, no network, grader files invisible)",
+    },
+    "level_partial": {
+        "zh": "部分隔离（用户命名空间：无网络、看不到评分文件，但与你同一用户）",
+        "en": "partial (user namespaces: no network, grader files invisible, but your own uid)",
+    },
+    "level_minimal": {
+        "zh": "最低限度（仅资源限制与超时；只应在容器或虚拟机中使用）",
+        "en": "minimal (resource limits and deadlines only; use inside a container or VM)",
+    },
+    "level_none": {"zh": "未运行学生代码", "en": "no student code ran"},
     "ui_check": {"zh": "检查", "en": "check"},
     "ui_points": {"zh": "得分", "en": "points"},
     "ui_status": {"zh": "状态", "en": "status"},
