@@ -14,7 +14,6 @@ import torch
 import torch.nn.functional as F
 
 
-
 def scores(q: torch.Tensor, k: torch.Tensor, scale: float | None = None) -> torch.Tensor:
     """q kᵀ · scale in float64, scale defaulting to 1/√d_k.   (..., L, S)"""
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
@@ -75,7 +74,11 @@ def fit_softmax_scale(weights: torch.Tensor, raw_scores: torch.Tensor) -> tuple[
     all (rows not summing to one, zeros, too little spread to fit).
     """
     w, x = weights.double(), raw_scores.double()
-    if w.shape != x.shape or bool((w <= 1e-12).any()) or not torch.allclose(w.sum(-1), torch.ones(()).double(), atol=1e-4):
+    if (
+        w.shape != x.shape
+        or bool((w <= 1e-12).any())
+        or not torch.allclose(w.sum(-1), torch.ones(()).double(), atol=1e-4)
+    ):
         return None
     y = torch.log(w)
     y = y - y.mean(-1, keepdim=True)
@@ -98,13 +101,18 @@ def scale_estimator(raw_scores: torch.Tensor, expected_scale: float, what: str =
         s, residual = fitted
         if residual > 1e-3 or abs(s / expected_scale - 1) < 1e-3 or s <= 0:
             return None
-        return "wrong_scale", {"got_scale": f"1/{1 / s:.4g}", "expected_scale": f"1/{1 / expected_scale:.4g}", "what": what}
+        return "wrong_scale", {
+            "got_scale": f"1/{1 / s:.4g}",
+            "expected_scale": f"1/{1 / expected_scale:.4g}",
+            "what": what,
+        }
 
     return estimate
 
 
-
-def linear_weights(names: list[str], dim_in: int, dim_out: int, rng: torch.Generator) -> dict[str, torch.Tensor]:
+def linear_weights(
+    names: list[str], dim_in: int, dim_out: int, rng: torch.Generator
+) -> dict[str, torch.Tensor]:
     """Seeded float32 weights and biases for nn.Linear layers called `names` (a state dict)."""
     bound = 1 / math.sqrt(dim_in)
     out = {}

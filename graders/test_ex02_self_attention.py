@@ -23,7 +23,9 @@ def qkv(rng, shapes, spread=1.0):
 
 
 def call_sdpa(student, q, k, v):
-    return expect.unpack(student.scaled_dot_product_attention(q, k, v), 2, "scaled_dot_product_attention(q, k, v)")
+    return expect.unpack(
+        student.scaled_dot_product_attention(q, k, v), 2, "scaled_dot_product_attention(q, k, v)"
+    )
 
 
 def student_layer(student, rng, batch, length, embed):

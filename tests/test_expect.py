@@ -35,7 +35,9 @@ def test_values_message_gives_got_expected_and_index():
 
 def test_matching_variant_names_the_mistake():
     expected, wrong = torch.zeros(3), torch.ones(3)
-    err = failure(expect.close, wrong.clone(), expected, "w", variants={"other": torch.full((3,), 7.0), "mine": wrong})
+    err = failure(
+        expect.close, wrong.clone(), expected, "w", variants={"other": torch.full((3,), 7.0), "mine": wrong}
+    )
     assert err.diagnosis == "mine"
 
 
@@ -43,7 +45,9 @@ def test_nan_output_matches_an_overflowing_variant():
     q = torch.randn(2, 4, 16) * 12
     variant = A.naive_softmax(A.scores(q, q))
     assert not torch.isfinite(variant).all()
-    err = failure(expect.close, variant.float(), A.attention(q, q, q)[1], "w", variants={"naive_softmax": variant})
+    err = failure(
+        expect.close, variant.float(), A.attention(q, q, q)[1], "w", variants={"naive_softmax": variant}
+    )
     assert err.diagnosis == "naive_softmax" and "NaN" in err.text.en
 
 

@@ -42,9 +42,19 @@ def default_lang(env: dict[str, str] | None = None) -> Lang:
 
 
 def add_grading_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--lang", choices=["zh", "en"], default=None, help="report language (default: from the locale)")
-    parser.add_argument("--seed", type=int, default=None, help="seed for the check inputs (default: random, printed)")
-    parser.add_argument("--exercise", action="append", default=None, metavar="ID", help="grade only this exercise (repeatable)")
+    parser.add_argument(
+        "--lang", choices=["zh", "en"], default=None, help="report language (default: from the locale)"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=None, help="seed for the check inputs (default: random, printed)"
+    )
+    parser.add_argument(
+        "--exercise",
+        action="append",
+        default=None,
+        metavar="ID",
+        help="grade only this exercise (repeatable)",
+    )
 
 
 def grade_parser() -> argparse.ArgumentParser:
@@ -53,11 +63,18 @@ def grade_parser() -> argparse.ArgumentParser:
         description="Grade a submission of the attention lesson in a sandbox and print a scored report.",
         epilog="Other commands: schema, validate, new, build, batch (python grade.py COMMAND --help).",
     )
-    parser.add_argument("path", nargs="?", default=None, help="submission folder (default: submission/, created from the template)")
+    parser.add_argument(
+        "path",
+        nargs="?",
+        default=None,
+        help="submission folder (default: submission/, created from the template)",
+    )
     formats = ["text", "html", "md", "json", "gradescope", "prairielearn", "junit"]
     parser.add_argument("--format", choices=formats, default="text")
     parser.add_argument("--out", type=Path, default=None, help="write the report to FILE instead of stdout")
-    parser.add_argument("--fail-under", type=float, default=None, metavar="SCORE", help="exit 1 when the total is below SCORE")
+    parser.add_argument(
+        "--fail-under", type=float, default=None, metavar="SCORE", help="exit 1 when the total is below SCORE"
+    )
     add_grading_options(parser)
     return parser
 
@@ -69,7 +86,8 @@ def prepare_submission(project: Project, path: str | None, notice: Callable[[str
         if not folder.exists():
             shutil.copytree(project.root / "student_template", folder)
             notice(
-                f"Created {folder} from student_template/: edit the files there, then run `python grade.py` again.\n"
+                f"Created {folder} from student_template/: edit the files there, "
+                "then run `python grade.py` again.\n"
                 f"已根据 student_template/ 创建 {folder}：请在其中完成练习后再次运行 `python grade.py`。"
             )
         return folder
@@ -88,7 +106,14 @@ def cmd_grade(argv: list[str], project: Project) -> int:
     args = grade_parser().parse_args(argv)
     lang = args.lang or default_lang()
     folder = prepare_submission(project, args.path, lambda msg: print(msg, file=sys.stderr))
-    report = grade(project, folder, seed=args.seed, lang=lang, exercises=args.exercise, run_hidden=project_runs_hidden(project))
+    report = grade(
+        project,
+        folder,
+        seed=args.seed,
+        lang=lang,
+        exercises=args.exercise,
+        run_hidden=project_runs_hidden(project),
+    )
     if args.out is not None:
         args.out.write_text(render(report, args.format), encoding="utf-8")
         print(f"report written to {args.out}", file=sys.stderr)
@@ -111,7 +136,9 @@ def project_runs_hidden(project: Project) -> bool:
 def cmd_schema(argv: list[str], project: Project) -> int:
     from .reports import json_schema
 
-    argparse.ArgumentParser(prog="grade.py schema", description="Print the JSON Schema of the JSON report.").parse_args(argv)
+    argparse.ArgumentParser(
+        prog="grade.py schema", description="Print the JSON Schema of the JSON report."
+    ).parse_args(argv)
     sys.stdout.write(json_schema())
     return EXIT_OK
 

@@ -59,23 +59,25 @@ def tensor(
         fail(say("not_real", name=name, dtype=str(got.dtype).replace("torch.", "")))
     if shape is not None and tuple(got.shape) != tuple(shape):
         named = [d for d, wrong in (shape_variants or {}).items() if tuple(wrong) == tuple(got.shape)]
-        fail(say("shape", name=name, expected=tuple(shape), got=tuple(got.shape)), named[0] if named else None)
+        fail(
+            say("shape", name=name, expected=tuple(shape), got=tuple(got.shape)), named[0] if named else None
+        )
     if finite and not bool(torch.isfinite(got).all()):
         bad = (~torch.isfinite(got)).nonzero()
         fail(say("not_finite", name=name, count=int(bad.shape[0]), index=tuple(bad[0].tolist())))
     return got
 
 
-def matches(got: torch.Tensor, expected: torch.Tensor, rtol: float, atol: float, equal_nan: bool = False) -> bool:
+def matches(
+    got: torch.Tensor, expected: torch.Tensor, rtol: float, atol: float, equal_nan: bool = False
+) -> bool:
     """Same shape and close in float64: the test every comparison and diagnosis uses."""
     if tuple(got.shape) != tuple(expected.shape):
         return False
     return bool(torch.allclose(got.double(), expected.double(), rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
-def find_variant(
-    got: torch.Tensor, variants: Mapping[str, Variant], rtol: float, atol: float
-) -> str | None:
+def find_variant(got: torch.Tensor, variants: Mapping[str, Variant], rtol: float, atol: float) -> str | None:
     """The id of the first known wrong variant that `got` matches (NaN matching NaN), or None."""
     for diagnosis, variant in variants.items():
         value = variant() if callable(variant) else variant
@@ -103,7 +105,11 @@ def close(
     mistake; no match still fails, unnamed.
     """
     variants = variants or {}
-    if isinstance(got, torch.Tensor) and got.is_floating_point() and tuple(got.shape) != tuple(expected.shape):
+    if (
+        isinstance(got, torch.Tensor)
+        and got.is_floating_point()
+        and tuple(got.shape) != tuple(expected.shape)
+    ):
         diagnosis = find_variant(got, variants, rtol, atol)  # e.g. a transposed output
         fail(say("shape", name=name, expected=tuple(expected.shape), got=tuple(got.shape)), diagnosis)
     got = tensor(got, name, tuple(expected.shape), convert=convert, finite=False)
@@ -115,7 +121,9 @@ def close(
         text = say("not_finite", name=name, count=int(bad.shape[0]), index=tuple(bad[0].tolist()))
     else:
         diff = (got.double() - expected.double()).abs()
-        index = tuple(int(i) for i in np.unravel_index(int(diff.argmax()), diff.shape)) if diff.numel() else ()
+        index = (
+            tuple(int(i) for i in np.unravel_index(int(diff.argmax()), diff.shape)) if diff.numel() else ()
+        )
         text = say(
             "values",
             name=name,

@@ -117,7 +117,8 @@ class Report(_Strict):
     lang: Lang
     isolation: list[str] = Field(default_factory=list, description="protections active in the sandbox")
     isolation_level: Literal["full", "partial", "minimal", "none"] = Field(
-        "none", description="summary of `isolation`: full (root), partial (user namespaces), minimal (rlimits)"
+        "none",
+        description="summary of `isolation`: full (root), partial (user namespaces), minimal (rlimits)",
     )
     hidden_checks_skipped: bool = Field(False, description="hidden checks were not run (student build)")
     exercises: list[ExerciseResult]

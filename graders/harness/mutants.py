@@ -13,9 +13,9 @@ cannot be named but must still lose the points).
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
+import tomllib
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .models import Report
@@ -25,7 +25,9 @@ from .project import ManifestError, Project
 class MutantSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     description: str = Field(min_length=1)
-    expect: dict[str, str] = Field(min_length=1, description="check id -> expected diagnosis id ('' for none)")
+    expect: dict[str, str] = Field(
+        min_length=1, description="check id -> expected diagnosis id ('' for none)"
+    )
     lang_note: str | None = None
 
 
@@ -83,5 +85,7 @@ def mutant_problems(mutant: Mutant, report: Report) -> list[str]:
         elif result.status == "error":
             problems.append(f"{check_id}: grader error: {result.message}")
         elif diagnosis and result.diagnosis != diagnosis:
-            problems.append(f"{check_id}: diagnosis {result.diagnosis!r}, expected {diagnosis!r} ({result.message})")
+            problems.append(
+                f"{check_id}: diagnosis {result.diagnosis!r}, expected {diagnosis!r} ({result.message})"
+            )
     return problems

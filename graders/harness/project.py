@@ -7,10 +7,10 @@ naming the file and the field.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+import tomllib
 from pydantic import ValidationError
 
 from .models import ExerciseManifest

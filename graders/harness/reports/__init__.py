@@ -46,7 +46,9 @@ def render(report: Report, fmt: str, color: bool = False) -> str:
         return report.model_dump_json(indent=2) + "\n"
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
-    template = _env.get_template({"text": "report.txt.j2", "html": "report.html.j2", "md": "report.md.j2"}[fmt])
+    template = _env.get_template(
+        {"text": "report.txt.j2", "html": "report.html.j2", "md": "report.md.j2"}[fmt]
+    )
     return template.render(r=report, t=labels(report.lang), color=color)
 
 
