@@ -80,7 +80,7 @@ class GradingPlugin:
         self.ctx = ctx
         self.outcomes: dict[tuple[str, str], Outcome] = {}
         self.grader_problems: dict[str, Text] = {}
-        self.sessions: dict[str, StudentSession] = {}
+        self.session: StudentSession | None = None
         self._references: dict[str, object] = {}
         self._evidence: dict[str, Evidence] = {}
 
@@ -126,26 +126,31 @@ class GradingPlugin:
     # ------------------------------------------------------------ fixtures
 
     def session_for(self, exercise_id: str) -> StudentSession:
-        if exercise_id not in self.sessions:
+        """The submission's session (one sandboxed worker for all its exercises), with this
+        exercise's module declared in it."""
+        if self.session is None:
+            self.session = StudentSession(self.ctx.pool)
+        if exercise_id not in self.session.slots:
             manifest = self.ctx.manifests[exercise_id]
-            self.sessions[exercise_id] = StudentSession(
-                self.ctx.pool,
-                self.ctx.submission / f"{exercise_id}.py",
+            self.session.add(
                 exercise_id,
+                self.ctx.submission / f"{exercise_id}.py",
                 derive_seed(self.ctx.seed, exercise_id, "worker"),
                 call_seconds=manifest.call_seconds,
             )
-        return self.sessions[exercise_id]
+        return self.session
 
     @pytest.fixture
     def student(self, request: pytest.FixtureRequest) -> StudentModule:
         """The submission's module for this exercise, living in a sandboxed worker."""
-        return self.session_for(exercise_of(request.node)).module()
+        exercise_id = exercise_of(request.node)
+        return self.session_for(exercise_id).module(exercise_id)
 
     @pytest.fixture
     def student_source(self, request: pytest.FixtureRequest) -> str:
         """The submission file's text, read as bytes by this process for static checks (never run here)."""
-        path = self.session_for(exercise_of(request.node)).path
+        exercise_id = exercise_of(request.node)
+        path = self.session_for(exercise_id).slots[exercise_id].path
         return read_submission_file(path).decode("utf-8", "replace")
 
     @pytest.fixture
@@ -207,8 +212,8 @@ class GradingPlugin:
         return Outcome("error", say("grader_error", type=type(exc).__name__, message=str(exc)[:500]))
 
     def pytest_sessionfinish(self, session) -> None:
-        for student_session in self.sessions.values():
-            student_session.close()
+        if self.session is not None:
+            self.session.close()
 
 
 def python_path_guard(submission: Path) -> None:

@@ -2,7 +2,7 @@
 
 The submission folder is only ever read as bytes by `StudentSession`; it is never put on
 `sys.path` and pytest never runs inside it. A `SandboxPool` may be passed in and reused across
-submissions (batch grading): each submission still gets fresh workers.
+submissions (batch grading): each submission still gets its own fresh worker.
 """
 
 from __future__ import annotations
@@ -88,8 +88,8 @@ def grade(
                 pytest.main(args, plugins=[plugin])
         return build_report(ctx, plugin, manifests, lang)
     finally:
-        for session in plugin.sessions.values():
-            session.close()
+        if plugin.session is not None:
+            plugin.session.close()
         if own_pool:
             pool.close()
 
@@ -108,10 +108,8 @@ def build_report(ctx: GradingContext, plugin: GradingPlugin, manifests: list[Exe
                 )
                 outcome = Outcome("error", problem)
             checks.append(render_check(manifest, spec.id, outcome, lang))
-        session = plugin.sessions.get(manifest.id)
-        printed, dropped = session.printed() if session else ("", 0)
-        if session:
-            isolation.update(session.protections)
+        session = plugin.session
+        printed, dropped = session.printed(manifest.id) if session else ("", 0)
         exercises.append(
             ExerciseResult(
                 id=manifest.id,
@@ -123,6 +121,8 @@ def build_report(ctx: GradingContext, plugin: GradingPlugin, manifests: list[Exe
                 output_dropped=dropped,
             )
         )
+    if plugin.session is not None:
+        isolation.update(plugin.session.protections)
     return Report(
         submission=str(ctx.submission),
         score=sum(e.score for e in exercises),
@@ -130,7 +130,7 @@ def build_report(ctx: GradingContext, plugin: GradingPlugin, manifests: list[Exe
         seed=ctx.seed,
         lang=lang,
         isolation=sorted(isolation),
-        isolation_level=weakest_level([s.protections for s in plugin.sessions.values() if s.protections]),
+        isolation_level=weakest_level([sorted(isolation)] if isolation else []),
         hidden_checks_skipped=not ctx.run_hidden,
         exercises=exercises,
     )

@@ -1,16 +1,23 @@
 """The trusted side's view of a submission: a proxy whose every use is a request to a sandbox.
 
-`StudentSession` owns the worker for one exercise of one submission. It reads the student's file
-as bytes (regular files only, symlinks refused), has the worker compile and run it, and restarts a
-fresh worker after any failure so that one crash costs only the check it happened in. Checks see
-`StudentModule` and `RemoteObject`: attribute reads and calls go to the worker, and only plain data
-(tensors, numbers, strings, lists) comes back.
+`StudentSession` owns the one worker of a submission; each exercise's module is loaded into it
+on first use. It reads the student's files as bytes (regular files only, symlinks refused), has
+the worker compile and run them, and replaces the worker after any failure so that one crash costs
+only the check it happened in (the other modules load again into the fresh worker when next used).
+Checks see `StudentModule` and `RemoteObject`: attribute reads and calls go to the worker, and only
+plain data (tensors, numbers, strings, lists) comes back.
+
+Sharing one worker between exercises (one fork per submission instead of one per exercise: ~20 ms
+of forking and ~25 ms of tearing down per worker) has one cost: a module that sabotages the worker
+itself, e.g. leaves a thread spinning, can cost the other exercise the check in which that is
+noticed; the replacement worker then holds only the modules used after it.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import (
@@ -24,7 +31,7 @@ from .errors import (
 )
 from .i18n import say
 from .sandbox import wire
-from .sandbox.client import SandboxFailure, SandboxPool, SandboxWorker, WorkerTimeout
+from .sandbox.client import CapturedOutput, SandboxFailure, SandboxPool, SandboxWorker, WorkerTimeout
 
 MAX_SOURCE_BYTES = 1 << 20
 
@@ -50,49 +57,108 @@ def read_submission_file(path: Path) -> bytes:
     with os.fdopen(fd, "rb") as fh:
         opened = os.fstat(fh.fileno())  # the file may have been swapped since lstat
         if (opened.st_dev, opened.st_ino) != (info.st_dev, info.st_ino) or not stat.S_ISREG(opened.st_mode):
-            raise SubmissionFileError(say("bad_file", file=name, problem="the file changed while it was read"))
+            problem = "the file changed while it was read"
+            raise SubmissionFileError(say("bad_file", file=name, problem=problem))
         return fh.read(MAX_SOURCE_BYTES + 1)
 
 
-class StudentSession:
-    """The student's module for one exercise, loaded in a sandboxed worker."""
+PRELUDE_MODULE = "_grader_prelude"  # not a valid exercise id: never a student module's name
 
-    def __init__(
-        self, pool: SandboxPool, path: Path, module_name: str, seed: int, call_seconds: float | None = None
-    ) -> None:
+
+def prelude(seed: int) -> bytes:
+    """Source the worker runs before loading a module into a worker that already served another:
+    the module starts from the state a fresh worker forked with `seed` would give it."""
+    return (
+        "import torch\n"
+        f"torch.manual_seed({int(seed)})\n"
+        "torch.set_grad_enabled(True)\n"
+        "torch.set_default_dtype(torch.float32)\n"
+    ).encode()
+
+
+@dataclass
+class ModuleSlot:
+    """One exercise's module within a session: where it comes from and where it is loaded."""
+
+    name: str
+    path: Path
+    seed: int
+    call_seconds: float
+    source: bytes | None = None
+    load_error: StudentFault | None = None
+    generation: int = 0  # the worker generation it is loaded in; 0: none
+
+
+class StudentSession:
+    """The modules of one submission, loaded in one sandboxed worker.
+
+    Each exercise's module loads into the worker the first time one of its checks uses it (the
+    worker is forked then, with that module's seed; a module that joins a worker which already
+    served another is preceded by `prelude`, which reseeds torch as a fresh worker would be). After
+    any failure (timeout, crash, protocol) the worker is replaced by a fresh one, and each module is
+    loaded again on its next use: objects from the old worker are refused as stale (`generation`).
+    A module whose load fails keeps failing, and only that module's checks. Every request runs
+    under the deadline of the module it belongs to, and what the worker prints is filed under that
+    module's name (`printed`).
+    """
+
+    def __init__(self, pool: SandboxPool) -> None:
         self.pool = pool
-        self.call_seconds = min(call_seconds or pool.limits.call_seconds, pool.limits.call_seconds)  # pool caps
-        self.path = path
-        self.module_name = module_name
-        self.seed = seed
         self.worker: SandboxWorker | None = None
         self.generation = 0
         self.protections: list[str] = []
-        self.outputs: list[tuple[str, int]] = []
-        self._source: bytes | None = None
-        self._load_error: StudentFault | None = None
+        self.slots: dict[str, ModuleSlot] = {}
+        self._outputs: list[CapturedOutput] = []  # of the workers already retired
+
+    def add(self, name: str, path: Path, seed: int, call_seconds: float | None = None) -> ModuleSlot:
+        """Declare the module `name` (file `path`); `call_seconds` is capped by the pool's limit."""
+        if name not in self.slots:
+            cap = self.pool.limits.call_seconds
+            self.slots[name] = ModuleSlot(name, path, seed, min(call_seconds or cap, cap))
+        return self.slots[name]
+
+    def module(self, name: str) -> StudentModule:
+        return StudentModule(self, self.slots[name])
 
     # ------------------------------------------------------------ lifecycle
 
-    def _fresh_worker(self) -> SandboxWorker:
-        if self._source is None:
-            self._source = read_submission_file(self.path)  # raises SubmissionFileError
-        worker = self.pool.spawn(self.seed)
-        self.generation += 1
-        self.protections = worker.protections
-        self.worker = worker
-        try:
-            header = self._exchange({"op": "load", "module": self.module_name, "filename": self.path.name}, [self._source])
-        except StudentFault as exc:  # a load that hangs or kills its worker does so every time: fail fast after
-            self._load_error = exc
-            raise
-        if not header["ok"]:
-            self._load_error = self._load_fault(header["error"])
-            raise self._load_error
-        return worker
+    def _ensure(self, slot: ModuleSlot) -> SandboxWorker:
+        """The live worker with `slot`'s module loaded, or the `StudentFault` that prevents it."""
+        if slot.load_error is not None:
+            raise slot.load_error
+        if slot.source is None:
+            try:
+                slot.source = read_submission_file(slot.path)
+            except SubmissionFileError as exc:
+                slot.load_error = exc
+                raise
+        fresh = self.worker is None or not self.worker.alive
+        if fresh:
+            self._retire()
+            self.worker = self.pool.spawn(slot.seed)
+            self.generation += 1
+            self.protections = self.worker.protections
+        if slot.generation != self.generation:
+            self._load(slot, fresh)
+        return self.worker
 
-    def _load_fault(self, err: dict) -> StudentFault:
-        file = self.path.name
+    def _load(self, slot: ModuleSlot, fresh: bool) -> None:
+        if not fresh:  # a fault here is the other module's doing: it costs this check, nothing more
+            header = {"op": "load", "module": PRELUDE_MODULE, "filename": "<prelude>"}
+            self._exchange(slot, header, [prelude(slot.seed)])
+        header = {"op": "load", "module": slot.name, "filename": slot.path.name}
+        try:
+            reply = self._exchange(slot, header, [slot.source])
+        except StudentFault as exc:  # a load that hangs or kills its worker does so every time: fail fast
+            slot.load_error = exc
+            raise
+        if not reply["ok"]:
+            slot.load_error = self._load_fault(slot, reply["error"])
+            raise slot.load_error
+        slot.generation = self.generation
+
+    def _load_fault(self, slot: ModuleSlot, err: dict) -> StudentFault:
+        file = slot.path.name
         if err.get("syntax"):
             return SubmissionFileError(say("syntax_error", file=file, message=err.get("message", "")))
         if err.get("import_refused"):
@@ -103,55 +169,50 @@ class StudentSession:
             say("load_error", file=file, type=err.get("type", "?"), message=err.get("message", ""))
         )
 
-    def _ensure(self) -> SandboxWorker:
-        if self._load_error is not None:
-            raise self._load_error
-        if self.worker is None or not self.worker.alive:
-            self._retire()
-            return self._fresh_worker()
-        return self.worker
-
     def _retire(self) -> None:
         if self.worker is not None:
+            self.worker.label_output(self.worker.output.label)  # collect what it printed before it dies
             self.worker.close()
-            out = self.worker.output
-            if out.data or out.dropped:
-                self.outputs.append((out.text(), out.dropped))
+            self._outputs.append(self.worker.output)
             self.worker = None
 
     def close(self) -> None:
         self._retire()
 
-    def printed(self) -> tuple[str, int]:
-        """Everything the student's code printed so far (text, bytes dropped over the cap)."""
-        parts = list(self.outputs)
-        if self.worker is not None:
-            parts.append((self.worker.output.text(), self.worker.output.dropped))
-        return "".join(p[0] for p in parts), sum(p[1] for p in parts)
+    def printed(self, name: str) -> tuple[str, int]:
+        """What the student's code printed while module `name` was in use (text, bytes over the cap)."""
+        outputs = self._outputs + ([self.worker.output] if self.worker is not None else [])
+        return "".join(o.text(name) for o in outputs), sum(o.dropped_in(name) for o in outputs)
 
     # ------------------------------------------------------------ requests
 
-    def _exchange(self, header: dict, buffers: list[bytes] = ()) -> dict:
-        assert self.worker is not None
-        timeout = self.call_seconds
+    def _exchange(self, slot: ModuleSlot, header: dict, buffers: list[bytes] = ()) -> dict:
+        worker = self.worker
+        assert worker is not None
+        if worker.output.label != slot.name:
+            worker.label_output(slot.name)
+        timeout = slot.call_seconds
         try:
-            reply, bufs = self.worker.request_raw(header, timeout, list(buffers))
+            reply, bufs = worker.request_raw(header, timeout, list(buffers))
         except WorkerTimeout:
             raise StudentTimeout(say("timeout", seconds=timeout)) from None
         except SandboxFailure as exc:
             key = "protocol" if exc.kind == "protocol" else "crash"
             raise StudentCrash(say(key, detail=exc.detail)) from None
         if type(reply.get("ok")) is not bool:
-            self.worker.kill()
+            worker.kill()
             raise StudentCrash(say("protocol", detail="reply without a status"))
         if reply["ok"] and "value" in reply:
             try:
-                reply["value"] = wire.decode_value(reply["value"], bufs, self._remote)
+                generation = self.generation
+                reply["value"] = wire.decode_value(
+                    reply["value"], bufs, lambda h: RemoteObject(self, slot, h, generation)
+                )
             except wire.WireError as exc:
-                self.worker.kill()
+                worker.kill()
                 raise StudentCrash(say("protocol", detail=str(exc))) from None
         elif not reply["ok"] and type(reply.get("error")) is not dict:
-            self.worker.kill()
+            worker.kill()
             raise StudentCrash(say("protocol", detail="malformed error reply"))
         return reply
 
@@ -161,17 +222,16 @@ class StudentSession:
             return obj._handle
         raise wire.WireError(f"cannot send a {type(obj).__name__} to the submission")
 
-    def _remote(self, handle: wire.Handle) -> RemoteObject:
-        return RemoteObject(self, handle, self.generation)
-
-    def request(self, op: str, target: dict, label: str = "", **fields):
-        """Run one op in the worker; return its decoded value or raise a `StudentFault`."""
-        self._ensure()
+    def request(self, slot: ModuleSlot, op: str, obj: RemoteObject | None, label: str = "", **fields):
+        """Run one op on `slot`'s module (`obj` None) or on an object of the worker; return its
+        decoded value or raise a `StudentFault`."""
+        self._ensure(slot)  # may replace a dead worker: only then can `obj` be checked for staleness
+        target = {"$module": slot.name} if obj is None else obj._target()
         buffers: list[bytes] = []
         header = {"op": op, "target": target}
         for key, value in fields.items():
             header[key] = wire.encode_value(value, buffers, self._handle_of)
-        reply = self._exchange(header, buffers)
+        reply = self._exchange(slot, header, buffers)
         if not reply["ok"]:
             raise self._call_fault(reply["error"], label)
         value = reply.get("value")
@@ -182,23 +242,23 @@ class StudentSession:
     def _call_fault(self, err: dict, label: str) -> StudentFault:
         if err.get("not_implemented"):
             return StudentNotImplemented(say("not_implemented", name=label))
-        return StudentCodeError(str(err.get("type", "?")), str(err.get("message", "")), str(err.get("traceback", "")))
-
-    def module(self) -> StudentModule:
-        return StudentModule(self)
+        return StudentCodeError(
+            str(err.get("type", "?")), str(err.get("message", "")), str(err.get("traceback", ""))
+        )
 
 
 class StudentModule:
-    """The submission's module. `student.NAME` reads NAME inside the worker."""
+    """The submission's module for one exercise. `student.NAME` reads NAME inside the worker."""
 
-    def __init__(self, session: StudentSession) -> None:
+    def __init__(self, session: StudentSession, slot: ModuleSlot) -> None:
         self._session = session
+        self._slot = slot
 
     def __getattr__(self, name: str):
         if name.startswith("__"):
             raise AttributeError(name)
         try:
-            return self._session.request("getattr", {"$module": self._session.module_name}, name, name=name)
+            return self._session.request(self._slot, "getattr", None, name, name=name)
         except StudentCodeError as exc:
             if exc.type_name == "AttributeError":
                 raise CheckFailed(say("missing_name", name=name)) from None
@@ -208,8 +268,11 @@ class StudentModule:
 class RemoteObject:
     """An object that lives in the worker (a function, class or nn.Module instance)."""
 
-    def __init__(self, session: StudentSession, handle: wire.Handle, generation: int) -> None:
+    def __init__(
+        self, session: StudentSession, slot: ModuleSlot, handle: wire.Handle, generation: int
+    ) -> None:
         self._session = session
+        self._slot = slot
         self._handle = handle
         self._generation = generation
         self._label = handle.type
@@ -226,25 +289,25 @@ class RemoteObject:
     def _ref(self) -> dict:
         return self._target()
 
+    def _request(self, op: str, label: str, **fields):
+        return self._session.request(self._slot, op, self, label, **fields)
+
     def __getattr__(self, name: str):
         if name.startswith("_"):
             raise AttributeError(name)
-        return self._session.request("getattr", self._target(), f"{self._label}.{name}", name=name)
+        return self._request("getattr", f"{self._label}.{name}", name=name)
 
     def __call__(self, *args, **kwargs):
-        return self._session.request(
-            "call", self._target(), self._label, args=list(args), kwargs=dict(kwargs)
-        )
+        return self._request("call", self._label, args=list(args), kwargs=dict(kwargs))
 
     def _introspect(self) -> dict:
-        return self._session.request("introspect", self._target(), self._label)
+        return self._request("introspect", self._label)
 
     def _vjp(self, args: tuple, grad_args: list[int], cotangents: list) -> dict:
         """Call with `args[i]` requiring grad for i in `grad_args`, backpropagate the cotangents."""
-        return self._session.request(
-            "vjp", self._target(), self._label,
-            args=list(args), grad_args=list(grad_args), cotangents=list(cotangents),
-        )  # fmt: skip
+        return self._request(
+            "vjp", self._label, args=list(args), grad_args=list(grad_args), cotangents=list(cotangents)
+        )
 
     def __repr__(self) -> str:
         return f"<student object {self._handle.type}>"

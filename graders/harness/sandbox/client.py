@@ -128,19 +128,38 @@ class SandboxUnavailable(Exception):
 
 @dataclass
 class CapturedOutput:
-    """What a worker printed, kept up to `cap` bytes; the rest is counted and dropped."""
+    """What a worker printed, by section, each kept up to `cap` bytes; the rest is counted and dropped.
+
+    A section is named by the label the trusted side set before the requests that printed it
+    (`SandboxWorker.label_output`: one worker serves every exercise of a submission, and each
+    exercise's report shows what was printed while its own checks ran).
+    """
 
     cap: int
-    data: bytearray = field(default_factory=bytearray)
-    dropped: int = 0
+    label: str = ""
+    sections: dict[str, list] = field(default_factory=dict)  # label -> [bytearray, dropped]
 
     def feed(self, chunk: bytes) -> None:
-        room = self.cap - len(self.data)
-        self.data += chunk[: max(room, 0)]
-        self.dropped += max(len(chunk) - max(room, 0), 0)
+        section = self.sections.setdefault(self.label, [bytearray(), 0])
+        room = max(self.cap - len(section[0]), 0)
+        section[0] += chunk[:room]
+        section[1] += max(len(chunk) - room, 0)
 
-    def text(self) -> str:
-        return self.data.decode("utf-8", "replace")
+    @property
+    def data(self) -> bytes:
+        return b"".join(bytes(s[0]) for s in self.sections.values())
+
+    @property
+    def dropped(self) -> int:
+        return sum(s[1] for s in self.sections.values())
+
+    def text(self, label: str | None = None) -> str:
+        """Everything printed, or only what was printed under `label`."""
+        data = self.data if label is None else bytes(self.sections.get(label, [b""])[0])
+        return data.decode("utf-8", "replace")
+
+    def dropped_in(self, label: str) -> int:
+        return self.sections.get(label, [b"", 0])[1]
 
 
 class SandboxPool:
@@ -311,13 +330,48 @@ class SandboxWorker:
         self._closed: dict | None = None
         self.cpu_file: str | None = None
         self._seq = 0
-        self._reader = threading.Thread(target=self._drain, args=(out_fd,), daemon=True)
+        self._out_fd: int | None = out_fd
+        self._out_lock = threading.Lock()
+        os.set_blocking(out_fd, False)
+        self._reader = threading.Thread(target=self._drain, daemon=True)
         self._reader.start()
 
-    def _drain(self, fd: int) -> None:
-        with os.fdopen(fd, "rb", buffering=0) as pipe:
-            while chunk := pipe.read(65536):
-                self.output.feed(chunk)
+    def _drain(self) -> None:
+        """Feed what the worker prints into `output` until the pipe's last writer is gone.
+
+        Only this thread closes the pipe; `label_output` reads from it too, under the same lock."""
+        fd = self._out_fd
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        while True:
+            poller.poll()
+            with self._out_lock:
+                if self._read_pending():
+                    continue
+                self._out_fd = None
+            os.close(fd)
+            return
+
+    def _read_pending(self) -> bool:
+        """Read what is in the pipe now (caller holds `_out_lock`); False once it is at end of file."""
+        while self._out_fd is not None:
+            try:
+                chunk = os.read(self._out_fd, 65536)
+            except BlockingIOError:
+                return True
+            except OSError:
+                return False
+            if not chunk:
+                return False
+            self.output.feed(chunk)
+        return False
+
+    def label_output(self, label: str) -> None:
+        """Attribute what the worker prints from now on to `label`. What it printed before a reply
+        already received keeps the old label: its write to the pipe preceded the reply."""
+        with self._out_lock:
+            self._read_pending()
+            self.output.label = label
 
     def cpu_time(self) -> float | None:
         """CPU seconds used by the worker's cgroup (everything it started) or else by the worker itself."""
