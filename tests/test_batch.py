@@ -317,6 +317,79 @@ def test_class_report_and_analytics_show_the_shared_mistake(class_run):
     assert html.count(named["no_scaling"]["message"]) >= 2  # in the check's row and the class-wide list
 
 
+# ---------------------------------------------------------------- a job's reports are grade()'s
+
+
+def mixed_class(root: Path) -> dict[str, dict[str, str]]:
+    """Whole submissions over every exercise: references, mutants (one draws random numbers in its
+    forward pass), stubs, a broken and missing file, printed output; a reference again at the end."""
+    ids = PROJECT.exercise_ids()
+    ref = {e: PROJECT.reference_path(e).read_text(encoding="utf-8") for e in ids}
+    stub = {e: PROJECT.template_path(e).read_text(encoding="utf-8") for e in ids}
+    mutant = {
+        e: (PROJECT.root / "tests" / "mutants" / e / f"{name}.py").read_text(encoding="utf-8")
+        for e, name in [(ids[0], "no_softmax"), (EX, "randomness_in_forward"), (ids[2], "pe_base_1000")]
+    }
+    cases = {
+        "a_reference": ref,
+        "b_mutants": {**ref, **mutant},
+        "c_stub": stub,
+        "d_broken": {**ref, ids[0]: "def broken(:\n", ids[3]: ref[ids[3]] + "\nprint('hello from 4')\n"},
+        "e_missing": {e: ref[e] for e in ids[1:]},
+        "f_reference_again": ref,
+    }
+    for student, files in cases.items():
+        (root / student).mkdir()
+        for exercise, text in files.items():
+            (root / student / f"{exercise}.py").write_text(text, encoding="utf-8")
+    return cases
+
+
+def assert_same_report(got, expected) -> None:
+    got, expected = got.model_dump(exclude={"submission"}), expected.model_dump(exclude={"submission"})
+    for mine, theirs in zip(got.pop("exercises"), expected.pop("exercises"), strict=True):
+        assert mine == theirs, mine["id"]
+    assert got == expected
+
+
+def test_one_pytest_session_grades_each_submission_as_grade_does(tmp_path, pool):
+    """`SessionGrader` (one pytest session for many submissions, as in a batch job) against a fresh
+    `grade()` per submission: identical reports, whatever was graded before in the session."""
+    from graders.harness.runner import SessionGrader, grade
+
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    cases = list(mixed_class(subs))
+    order = cases + cases[::-1]  # each one also after every other
+    got = []
+    grader = SessionGrader(PROJECT, pool=pool)
+    grader.run(lambda grade_one: got.extend(grade_one(subs / s, seed=31, lang="zh") for s in order))
+    assert len(got) == len(order)
+    for student, report in zip(order, got, strict=True):
+        assert_same_report(report, grade(PROJECT, subs / student, seed=31, lang="zh", pool=pool))
+    scores = {s: r.score for s, r in zip(order, got, strict=True)}
+    assert scores["a_reference"] == scores["f_reference_again"] == got[0].max_score > scores["b_mutants"] > 0
+    assert scores["c_stub"] == 0
+
+
+@pytest.mark.slow
+def test_batch_results_are_the_reports_grade_gives(tmp_path, pool):
+    from graders.harness.runner import grade
+
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    cases = mixed_class(subs)
+    out = tmp_path / "out"
+    cmd = [sys.executable, str(PROJECT.root / "grade.py"), "batch", str(subs), "--out", str(out),
+           "--jobs", "1", "--seed", "11", "--lang", "en"]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    for student in cases:
+        result = SubmissionResult.model_validate_json((out / "results" / f"{student}.json").read_text())
+        assert result.status == "graded", result.reason
+        assert_same_report(result.report, grade(PROJECT, subs / student, seed=11, lang="en", pool=pool))
+
+
 # ---------------------------------------------------------------- resuming after a kill
 
 

@@ -84,6 +84,17 @@ class GradingPlugin:
         self._references: dict[str, object] = {}
         self._evidence: dict[str, Evidence] = {}
 
+    def begin(self, ctx: GradingContext, grader_problems: dict[str, Text]) -> None:
+        """Start grading another submission with the checks already collected (`SessionGrader`):
+        a fresh state; the reference modules, trusted and unchanged, are kept."""
+        if self.session is not None:
+            self.session.close()
+        self.ctx = ctx
+        self.outcomes = {}
+        self.grader_problems = dict(grader_problems)
+        self.session = None
+        self._evidence = {}
+
     # ------------------------------------------------------------ collection
 
     def pytest_configure(self, config: pytest.Config) -> None:

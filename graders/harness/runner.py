@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 import secrets
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -94,6 +95,119 @@ def grade(
             pool.close()
 
 
+class SessionGrader:
+    """Grades submission after submission inside ONE pytest session (a batch job's trusted process).
+
+    `pytest.main` per submission spends ~35 ms configuring pytest, registering plugins and
+    collecting the graders: a third of the trusted process's own time on a full submission. Here
+    that is done once: `run(feed)` starts pytest, and its `pytest_runtestloop` calls `feed(grade)`;
+    each `grade(submission, seed=, lang=)` runs the collected checks once more with a fresh
+    `GradingPlugin` state, and the last check's teardown tears every fixture down, so each
+    submission starts from what a fresh `grade()` starts from (tests/test_batch.py compares the two
+    reports). What stays: the imported grader and reference modules (trusted code). The graders are
+    collected for the manifests read when `run` starts: `stale()` says when they have changed since.
+    """
+
+    def __init__(
+        self,
+        project: Project,
+        *,
+        pool: SandboxPool,
+        exercises: list[str] | None = None,
+        run_hidden: bool = True,
+    ) -> None:
+        self.project = project
+        self.pool = pool
+        self.exercises = exercises
+        self.run_hidden = run_hidden
+        self.manifests = project.load_manifests(exercises)
+        ctx = GradingContext(project, Path(), {m.id: m for m in self.manifests}, 0, pool, run_hidden)
+        self.plugin = GradingPlugin(ctx)
+        self._items: list[pytest.Item] = []
+        self._collection_failed = False
+        self._problems: dict[str, Text] = {}
+        self._log = io.StringIO()
+        self._terminal = None
+        self._broken = False
+
+    def stale(self) -> bool:
+        """Must the next submission go to a new session? Yes when the manifests have changed since
+        the graders were collected, or when pytest itself failed mid-run (its state is unknown)."""
+        return self._broken or self.project.load_manifests(self.exercises) != self.manifests
+
+    def run(self, feed: Callable[[Callable[..., Report]], None]) -> None:
+        """Run `feed(self.grade)` inside the pytest session; exceptions from `feed` propagate."""
+        paths = [str(self.project.grader_path(m.id)) for m in self.manifests]
+        paths = [p for p in paths if Path(p).is_file()]
+        if not paths:
+            feed(self.grade)
+            return
+        loop = _FeedLoop(self, feed)
+        args = [*paths, "-q", "--no-header", "-c", str(INI), "--rootdir", str(self.project.root / "graders")]
+        with contextlib.redirect_stdout(self._log), contextlib.redirect_stderr(self._log):
+            pytest.main(args, plugins=[self.plugin, loop])
+        if loop.error is not None:
+            raise loop.error
+        if not loop.called:
+            raise RuntimeError(f"pytest stopped before grading: {self._log.getvalue()[-500:]}")
+
+    def _collected(self, session: pytest.Session) -> None:
+        self._items = list(session.items)
+        self._collection_failed = bool(session.testsfailed)  # pytest.main would run no check at all
+        self._problems = dict(self.plugin.grader_problems)
+        self._terminal = session.config.pluginmanager.get_plugin("terminalreporter")
+
+    def _run_items(self) -> None:
+        items = self._items
+        try:
+            for i, item in enumerate(items):  # as pytest's own loop: the last item tears every fixture down
+                nextitem = items[i + 1] if i + 1 < len(items) else None
+                item.ihook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+        except BaseException:
+            self._broken = True
+            raise
+
+    def grade(self, submission: Path, *, seed: int, lang: Lang = "en") -> Report:
+        """Grade one submission with the collected checks; valid only inside `run`."""
+        submission = Path(submission)
+        python_path_guard(submission)
+        manifests = {m.id: m for m in self.manifests}
+        ctx = GradingContext(self.project, submission, manifests, seed, self.pool, self.run_hidden)
+        self.plugin.begin(ctx, self._problems)
+        try:
+            with contextlib.redirect_stdout(self._log), contextlib.redirect_stderr(self._log):
+                if not self._collection_failed:
+                    self._run_items()
+            return build_report(ctx, self.plugin, self.manifests, lang)
+        finally:
+            if self.plugin.session is not None:
+                self.plugin.session.close()
+            self._log.seek(0)
+            self._log.truncate()
+            if self._terminal is not None:  # its per-run tallies would otherwise grow with every submission
+                self._terminal.stats.clear()
+
+
+class _FeedLoop:
+    """Takes over pytest's run-test loop: hands the collected checks to `SessionGrader.grade`."""
+
+    def __init__(self, grader: SessionGrader, feed: Callable[[Callable[..., Report]], None]) -> None:
+        self.grader = grader
+        self.feed = feed
+        self.called = False
+        self.error: BaseException | None = None
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> bool:
+        self.called = True
+        self.grader._collected(session)
+        try:
+            self.feed(self.grader.grade)
+        except BaseException as exc:  # re-raised by `run`, after pytest has closed its session
+            self.error = exc
+        return True
+
+
 def build_report(ctx: GradingContext, plugin: GradingPlugin, manifests: list[ExerciseManifest], lang: Lang) -> Report:
     exercises, isolation = [], set()
     for manifest in manifests:
@@ -136,4 +250,4 @@ def build_report(ctx: GradingContext, plugin: GradingPlugin, manifests: list[Exe
     )
 
 
-__all__ = ["grade", "new_seed", "Text"]
+__all__ = ["grade", "new_seed", "SessionGrader", "Text"]

@@ -1,11 +1,13 @@
 """One batch job: a long-lived trusted grading process with its own zygote, fed over a pipe.
 
 Started by `grade.py batch` as `python -m graders.harness.batch --job ...`. It imports the
-harness, pytest and torch once, starts its sandbox pool once (a `BatchPool`: a spare worker per
-exercise forked ahead, see `lms/pool.py`), says `{"ready": true}` on stdout,
+harness, pytest and torch once, starts its sandbox pool once (a `BatchPool`: a spare worker
+forked ahead, see `lms/pool.py`), says `{"ready": true}` on stdout,
 then reads one request per line on stdin (`{"student", "path", "kind", "fingerprint"}`) and
-answers each with one line `{"result": SubmissionResult, "rss_kb", "zygote_kb"}`. Student code
-still runs only in workers forked per submission (per exercise), never in this process.
+answers each with one line `{"result": SubmissionResult, "rss_kb", "zygote_kb"}`. pytest runs
+once for the whole job (`runner.SessionGrader`: configured and the graders collected once, the
+checks run again for each submission). Student code still runs only in the worker forked for each
+submission, never in this process.
 
 It dies with its parent (PR_SET_PDEATHSIG), and on SIGTERM kills its live workers and zygote
 before exiting, so a batch killed at any moment leaves no grading process behind.
@@ -24,6 +26,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..i18n import Lang
 from ..models import ExerciseManifest
@@ -33,6 +36,9 @@ from .intake import Entry, Refusal, require_exercise_files, submission_root, unp
 from .messages import msg
 from .pool import BatchPool
 from .result import SubmissionResult, possible_score
+
+if TYPE_CHECKING:
+    from ..runner import SessionGrader
 
 PR_SET_PDEATHSIG = 1
 
@@ -70,8 +76,15 @@ class JobSettings:
         return possible_score(manifests, self.run_hidden)
 
 
-def grade_entry(entry: Entry, fingerprint: str, settings: JobSettings, pool: SandboxPool) -> SubmissionResult:
-    """Grade one submission; never raises for anything the submission does."""
+def grade_entry(
+    entry: Entry,
+    fingerprint: str,
+    settings: JobSettings,
+    pool: SandboxPool,
+    grader: SessionGrader | None = None,
+) -> SubmissionResult:
+    """Grade one submission (in `grader`'s pytest session if given); never raises for anything the
+    submission does."""
     from ..runner import grade  # loaded by `main` while the zygote starts; see there
 
     start = time.perf_counter()
@@ -89,10 +102,13 @@ def grade_entry(entry: Entry, fingerprint: str, settings: JobSettings, pool: San
             folder = entry.path if entry.kind == "dir" else unpack_zip(entry.path, Path(tmp) / "unpacked")
             folder = submission_root(folder, ids)
             require_exercise_files(folder, ids)
-            report = grade(
-                settings.project, folder, seed=settings.seed, lang=settings.lang,
-                exercises=settings.exercises, pool=pool, run_hidden=settings.run_hidden,
-            )  # fmt: skip
+            if grader is not None:
+                report = grader.grade(folder, seed=settings.seed, lang=settings.lang)
+            else:
+                report = grade(
+                    settings.project, folder, seed=settings.seed, lang=settings.lang,
+                    exercises=settings.exercises, pool=pool, run_hidden=settings.run_hidden,
+                )  # fmt: skip
         report = report.model_copy(update={"submission": entry.source})
         return SubmissionResult(
             **{**base, "max_score": report.max_score}, status="graded", score=report.score,
@@ -179,10 +195,46 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, stop)
     warm.join()
     protocol.write(json.dumps({"ready": True, "pid": os.getpid()}) + "\n")
-    for line in sys.stdin:
+    requests = Requests(sys.stdin)
+    while not requests.done:  # one pytest session for the whole job, unless it has to be renewed
+        grader = runner.SessionGrader(
+            settings.project, pool=pool, exercises=settings.exercises, run_hidden=settings.run_hidden
+        )
+        grader.run(lambda _grade, grader=grader: serve(requests, grader, settings, pool, protocol))
+    pool.shutdown()
+    return 0
+
+
+class Requests:
+    """The job's requests, one JSON line each, with one line of push-back for a renewed session."""
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+        self.held: str | None = None
+        self.done = False
+
+    def next(self) -> str | None:
+        line, self.held = self.held, None
+        if line is None:
+            line = self.stream.readline()
+        if not line:
+            self.done = True
+            return None
+        return line
+
+
+def serve(
+    requests: Requests, grader: SessionGrader, settings: JobSettings, pool: SandboxPool, protocol
+) -> None:
+    """Answer requests in `grader`'s session until stdin ends, or until the session must be renewed
+    (manifests edited during the batch, or pytest failed mid-run): then the request waits for the next."""
+    while (line := requests.next()) is not None:
+        if grader.stale():
+            requests.held = line
+            return
         request = json.loads(line)
         entry = Entry(request["student"], Path(request["path"]), request["kind"])
-        result = grade_entry(entry, request.get("fingerprint", ""), settings, pool)
+        result = grade_entry(entry, request.get("fingerprint", ""), settings, pool, grader)
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         reply = {
             "result": result.model_dump(mode="json"),
@@ -190,5 +242,3 @@ def main(argv: list[str] | None = None) -> int:
             "zygote_kb": peak_kb(pool.zygote_pid),
         }
         protocol.write(json.dumps(reply, ensure_ascii=False) + "\n")
-    pool.shutdown()
-    return 0
