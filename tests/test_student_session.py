@@ -171,3 +171,24 @@ def test_a_missing_file_fails_its_module_without_starting_a_worker(pool, tmp_pat
         assert spawns["n"] == 0 and session.protections == []
     finally:
         session.close()
+
+
+def test_module_objects_are_read_once_per_worker_and_data_every_time(pool, tmp_path):
+    session = session_with(pool, tmp_path, {
+        "m": ("import torch\n\nCOUNT = [0]\n\ndef bump():\n    COUNT[0] += 1\n    return COUNT[0]\n\n"
+              "def die():\n    torch.os._exit(1)\n", 10.0),
+    })  # fmt: skip
+    try:
+        student = session.module("m")
+        assert student.bump() == 1
+        sent = session.worker._seq
+        assert student.bump() == 2 and student.bump() == 3
+        assert session.worker._seq == sent + 2  # the calls only: `bump` was not read again
+        assert student.COUNT == [3]
+        assert student.COUNT == [3] and session.worker._seq == sent + 4  # data: read each time
+        with pytest.raises(StudentCrash):
+            student.die()
+        assert student.bump() == 1  # a fresh worker: read again, not refused as stale
+        assert session.generation == 2
+    finally:
+        session.close()
