@@ -35,7 +35,8 @@ def render_check(manifest: ExerciseManifest, check_id: str, outcome: Outcome, la
         diag = manifest.diagnoses.get(outcome.diagnosis)
         if diag is None:
             outcome = Outcome(
-                "error", say("grader_error", type="grader", message=f"undeclared diagnosis {outcome.diagnosis!r}")
+                "error",
+                say("grader_error", type="grader", message=f"undeclared diagnosis {outcome.diagnosis!r}"),
             )
         else:
             try:
@@ -208,7 +209,9 @@ class _FeedLoop:
         return True
 
 
-def build_report(ctx: GradingContext, plugin: GradingPlugin, manifests: list[ExerciseManifest], lang: Lang) -> Report:
+def build_report(
+    ctx: GradingContext, plugin: GradingPlugin, manifests: list[ExerciseManifest], lang: Lang
+) -> Report:
     exercises, isolation = [], set()
     for manifest in manifests:
         checks = []
