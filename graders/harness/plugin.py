@@ -75,6 +75,16 @@ def exercise_of(item: pytest.Item) -> str:
     return Path(str(item.path)).stem.removeprefix("test_")
 
 
+EXERCISE = pytest.StashKey[str]()
+
+
+def _exercise(item: pytest.Item) -> str:
+    """`exercise_of(item)`, worked out once per item (a batch job runs each item per submission)."""
+    if EXERCISE not in item.stash:
+        item.stash[EXERCISE] = exercise_of(item)
+    return item.stash[EXERCISE]
+
+
 class GradingPlugin:
     def __init__(self, ctx: GradingContext) -> None:
         self.ctx = ctx
@@ -83,6 +93,7 @@ class GradingPlugin:
         self.session: StudentSession | None = None
         self._references: dict[str, object] = {}
         self._evidence: dict[str, Evidence] = {}
+        self._item: pytest.Item | None = None  # the check being set up or run (see pytest_runtest_setup)
 
     def begin(self, ctx: GradingContext, grader_problems: dict[str, Text]) -> None:
         """Start grading another submission with the checks already collected (`SessionGrader`):
@@ -151,23 +162,31 @@ class GradingPlugin:
             )
         return self.session
 
+    # The fixtures are function-scoped: they serve the check being set up, which they take from
+    # `self._item` rather than from pytest's `request` (a `request` argument costs pytest a
+    # fixture definition, signature inspection included, per fixture and check).
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        self._item = item
+
     @pytest.fixture
-    def student(self, request: pytest.FixtureRequest) -> StudentModule:
+    def student(self) -> StudentModule:
         """The submission's module for this exercise, living in a sandboxed worker."""
-        exercise_id = exercise_of(request.node)
+        exercise_id = _exercise(self._item)
         return self.session_for(exercise_id).module(exercise_id)
 
     @pytest.fixture
-    def student_source(self, request: pytest.FixtureRequest) -> str:
+    def student_source(self) -> str:
         """The submission file's text, read as bytes by this process for static checks (never run here)."""
-        exercise_id = exercise_of(request.node)
+        exercise_id = _exercise(self._item)
         path = self.session_for(exercise_id).slots[exercise_id].path
         return read_submission_file(path).decode("utf-8", "replace")
 
     @pytest.fixture
-    def reference(self, request: pytest.FixtureRequest):
+    def reference(self):
         """The hidden reference solution, imported in this (trusted) process."""
-        exercise_id = exercise_of(request.node)
+        exercise_id = _exercise(self._item)
         if exercise_id not in self._references:
             path = self.ctx.project.reference_path(exercise_id)
             spec = importlib.util.spec_from_file_location(f"_reference_{exercise_id}", path)
@@ -177,15 +196,16 @@ class GradingPlugin:
         return self._references[exercise_id]
 
     @pytest.fixture
-    def rng(self, request: pytest.FixtureRequest) -> torch.Generator:
+    def rng(self) -> torch.Generator:
         """A generator seeded from the report's seed and this check's id (order-independent)."""
-        marker = request.node.get_closest_marker("check")
-        check_id = marker.args[0] if marker else request.node.name
-        return torch.Generator().manual_seed(derive_seed(self.ctx.seed, exercise_of(request.node), check_id))
+        item = self._item
+        marker = item.get_closest_marker("check")
+        check_id = marker.args[0] if marker else item.name
+        return torch.Generator().manual_seed(derive_seed(self.ctx.seed, _exercise(item), check_id))
 
     @pytest.fixture
-    def evidence(self, request: pytest.FixtureRequest) -> Evidence:
-        return self._evidence.setdefault(request.node.nodeid, Evidence())
+    def evidence(self) -> Evidence:
+        return self._evidence.setdefault(self._item.nodeid, Evidence())
 
     # ------------------------------------------------------------ outcomes
 
@@ -195,7 +215,7 @@ class GradingPlugin:
         if call.when == "teardown" or (call.when == "setup" and call.excinfo is None):
             return
         marker = item.get_closest_marker("check")
-        key = (exercise_of(item), marker.args[0])
+        key = (_exercise(item), marker.args[0])
         outcome = self.classify(call.excinfo.value if call.excinfo else None)
         ev = self._evidence.get(item.nodeid)
         if ev:
