@@ -76,6 +76,7 @@ def exercise_of(item: pytest.Item) -> str:
 
 
 EXERCISE = pytest.StashKey[str]()
+CHECK_ID = pytest.StashKey["str | None"]()
 
 
 def _exercise(item: pytest.Item) -> str:
@@ -83,6 +84,14 @@ def _exercise(item: pytest.Item) -> str:
     if EXERCISE not in item.stash:
         item.stash[EXERCISE] = exercise_of(item)
     return item.stash[EXERCISE]
+
+
+def _check_id(item: pytest.Item) -> str | None:
+    """The id in the item's @check marker (None without one), looked up once per item."""
+    if CHECK_ID not in item.stash:
+        marker = item.get_closest_marker("check")
+        item.stash[CHECK_ID] = marker.args[0] if marker and marker.args else None
+    return item.stash[CHECK_ID]
 
 
 class GradingPlugin:
@@ -199,8 +208,7 @@ class GradingPlugin:
     def rng(self) -> torch.Generator:
         """A generator seeded from the report's seed and this check's id (order-independent)."""
         item = self._item
-        marker = item.get_closest_marker("check")
-        check_id = marker.args[0] if marker else item.name
+        check_id = _check_id(item) or item.name
         return torch.Generator().manual_seed(derive_seed(self.ctx.seed, _exercise(item), check_id))
 
     @pytest.fixture
@@ -214,8 +222,7 @@ class GradingPlugin:
         yield
         if call.when == "teardown" or (call.when == "setup" and call.excinfo is None):
             return
-        marker = item.get_closest_marker("check")
-        key = (_exercise(item), marker.args[0])
+        key = (_exercise(item), _check_id(item))
         outcome = self.classify(call.excinfo.value if call.excinfo else None)
         ev = self._evidence.get(item.nodeid)
         if ev:

@@ -128,7 +128,6 @@ class SessionGrader:
         self._collection_failed = False
         self._problems: dict[str, Text] = {}
         self._log = io.StringIO()
-        self._terminal = None
         self._broken = False
 
     def stale(self) -> bool:
@@ -156,7 +155,9 @@ class SessionGrader:
         self._items = list(session.items)
         self._collection_failed = bool(session.testsfailed)  # pytest.main would run no check at all
         self._problems = dict(self.plugin.grader_problems)
-        self._terminal = session.config.pluginmanager.get_plugin("terminalreporter")
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:  # its per-check progress goes to a discarded log: skip its hooks
+            session.config.pluginmanager.unregister(reporter)
 
     def _run_items(self) -> None:
         items = self._items
@@ -185,8 +186,6 @@ class SessionGrader:
                 self.plugin.session.close()
             self._log.seek(0)
             self._log.truncate()
-            if self._terminal is not None:  # its per-run tallies would otherwise grow with every submission
-                self._terminal.stats.clear()
 
 
 class _FeedLoop:
