@@ -372,6 +372,74 @@ def test_one_pytest_session_grades_each_submission_as_grade_does(tmp_path, pool)
     assert scores["c_stub"] == 0
 
 
+def test_a_grader_that_cannot_be_collected_fails_every_submission_of_a_session(tmp_path, pool, monkeypatch):
+    """pytest runs no check at all when a grader fails to import, nor does the session, for each
+    submission. (grade() names the import error only the first time in a process: pytest then finds
+    the broken module in sys.modules and collects nothing, so later reports say no test implements
+    the check. A session collects once, so every submission gets the import error.)"""
+    from graders.harness.distribution import write_distribution
+    from graders.harness.project import Project
+    from graders.harness.runner import SessionGrader, grade
+
+    root = tmp_path / "course"
+    write_distribution(PROJECT, root, "autograder", exercises=[EX])
+    grader = root / "graders" / f"test_{EX}.py"
+    grader.write_text("raise RuntimeError('this grader is broken')\n" + grader.read_text(encoding="utf-8"))
+    course = Project(root)
+    write_dir(tmp_path, "sub", REFERENCE)
+    # pytest would find the project's own grader already imported under the same name, not this one
+    monkeypatch.delitem(sys.modules, f"graders.test_{EX}", raising=False)
+    got = []
+    SessionGrader(course, pool=pool).run(
+        lambda grade_one: got.extend(grade_one(tmp_path / "sub", seed=3) for _ in range(2))
+    )
+    expected = grade(course, tmp_path / "sub", seed=3, pool=pool)
+    for report in got:
+        checks = report.exercises[0].checks
+        assert [(c.id, c.status, c.score) for c in checks] == [
+            (c.id, "error", 0.0) for c in expected.exercises[0].checks
+        ]
+        assert all("this grader is broken" in c.message for c in checks)
+    assert {c.status for c in expected.exercises[0].checks} == {"error"}
+
+
+def test_a_job_renews_its_pytest_session_when_a_manifest_changes(tmp_path):
+    """A job collects the graders once; a manifest edited during the batch takes effect from the next
+    submission, as it did when each submission ran its own pytest."""
+    from graders.harness.distribution import write_distribution
+
+    root = tmp_path / "course"
+    write_distribution(PROJECT, root, "autograder", exercises=[EX])
+    write_dir(tmp_path, "sub", REFERENCE)
+    cmd = [sys.executable, "-m", "graders.harness.batch", "--job", "--project", str(root), "--seed", "4",
+           "--lang", "en", "--parent", str(os.getpid())]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(PROJECT.root)}
+    job = subprocess.Popen(cmd, cwd=PROJECT.root, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, text=True)  # fmt: skip
+    request = json.dumps({"student": "sub", "path": str(tmp_path / "sub"), "kind": "dir"}) + "\n"
+
+    def ask() -> SubmissionResult:
+        job.stdin.write(request)
+        job.stdin.flush()
+        return SubmissionResult.model_validate(json.loads(job.stdout.readline())["result"])
+
+    try:
+        assert json.loads(job.stdout.readline())["ready"] is True
+        before = ask()
+        manifest = root / "exercises" / EX / "exercise.toml"
+        text = manifest.read_text(encoding="utf-8")
+        manifest.write_text(text.replace("points = 2", "points = 7", 1), encoding="utf-8")
+        after = ask()
+        again = ask()
+    finally:
+        job.stdin.close()
+        job.wait(30)
+    assert before.status == after.status == again.status == "graded"
+    assert before.score == before.max_score == 28
+    assert after.score == after.max_score == again.score == 33
+    assert after.report.exercises[0].checks[0].max_score == 7
+
+
 @pytest.mark.slow
 def test_batch_results_are_the_reports_grade_gives(tmp_path, pool):
     from graders.harness.runner import grade

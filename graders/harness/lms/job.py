@@ -195,7 +195,9 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, stop)
     warm.join()
     protocol.write(json.dumps({"ready": True, "pid": os.getpid()}) + "\n")
-    requests = Requests(sys.stdin)
+    # pytest's fd capture points fd 0 at /dev/null while it runs, and this loop runs inside pytest:
+    # read the requests from a descriptor of our own, as the replies go out on one (`protocol`).
+    requests = Requests(os.fdopen(os.dup(sys.stdin.fileno()), "r", encoding="utf-8"))
     while not requests.done:  # one pytest session for the whole job, unless it has to be renewed
         grader = runner.SessionGrader(
             settings.project, pool=pool, exercises=settings.exercises, run_hidden=settings.run_hidden
