@@ -17,13 +17,16 @@ second, the ratios and each job's peak memory:
 
 The batch figures include everything (start-up, the endless loops, zips, the gradebook and class
 report); the per-process figure is measured on the subset and stated as such. Scores of the subset
-are compared between the ways (same seed, so they must agree).
+are compared between the ways (same seed, so they must agree). For each batch run it also prints
+the machine's busy CPU time (all processes: a batch on 2 cores is CPU-bound, so this is what a
+faster batch must save) and the mean seconds a job spent on a submission of each kind.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -114,15 +117,37 @@ def generate(folder: Path, n: int, rng: random.Random) -> dict[str, str]:
     return made
 
 
-def run_batch(subs: Path, out: Path, jobs: int, call_seconds: float) -> tuple[float, dict]:
+def machine_busy_seconds() -> float | None:
+    """CPU seconds all CPUs of this machine have spent busy since boot (/proc/stat), None elsewhere.
+    Machine-wide, so it counts every process of a batch (jobs, zygotes, workers, the kernel's share);
+    and whatever else runs meanwhile."""
+    try:
+        fields = [int(f) for f in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def run_batch(subs: Path, out: Path, jobs: int, call_seconds: float) -> tuple[float, dict, float | None]:
     cmd = [sys.executable, "grade.py", "batch", str(subs), "--out", str(out), "--jobs", str(jobs),
            "--seed", str(SEED), "--lang", "en", "--call-seconds", str(call_seconds)]  # fmt: skip
+    busy = machine_busy_seconds()
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     seconds = time.perf_counter() - start
+    cpu = None if busy is None else machine_busy_seconds() - busy
     if proc.returncode != 0:
         sys.exit(f"batch --jobs {jobs} failed:\n{proc.stderr[-3000:]}")
-    return seconds, json.loads((out / "batch.json").read_text())["last_run"]
+    return seconds, json.loads((out / "batch.json").read_text())["last_run"], cpu
+
+
+def seconds_by_kind(results: Path, made: dict[str, str]) -> str:
+    """Mean seconds a job spent on one submission of each kind (the `elapsed` of each result)."""
+    spent: dict[str, list[float]] = {}
+    for path in results.glob("*.json"):
+        spent.setdefault(made[path.stem].split()[0], []).append(json.loads(path.read_text())["elapsed"])
+    return ", ".join(f"{k} {sum(v) / len(v):.2f} s" for k, v in sorted(spent.items()))
 
 
 def run_per_process(subs: Path, students: list[str], out: Path) -> tuple[float, dict[str, float]]:
@@ -165,11 +190,17 @@ def main() -> None:
     for jobs in (2, 1):
         out = work / f"results-jobs{jobs}"
         shutil.rmtree(out, ignore_errors=True)
-        seconds, last = run_batch(subs, out, jobs, args.call_seconds)
+        seconds, last, cpu = run_batch(subs, out, jobs, args.call_seconds)
         figures[jobs] = (seconds, last, out)
         steady = len(made) / max(seconds - last["startup_seconds"], 1e-9)
         print(f"batch --jobs {jobs}: {len(made)} in {seconds:.1f} s = {len(made) / seconds:.2f} per second "
               f"(start-up {last['startup_seconds']:.1f} s; after it {steady:.2f}/s)")  # fmt: skip
+        if cpu is not None:
+            cores = os.cpu_count() or 1
+            share, each = 100 * cpu / (cores * seconds), 1000 * cpu / len(made)
+            print(f"    machine CPU busy: {cpu:.1f} s of {cores * seconds:.1f} s on {cores} cores "
+                  f"({share:.0f}%; {each:.0f} ms per submission, start-up and loops included)")  # fmt: skip
+        print(f"    seconds per submission in a job, by kind: {seconds_by_kind(out / 'results', made)}")
         for job in last["jobs"]:
             print(f"    job {job['job']}: {job['graded']} graded, peak RSS {job['peak_rss_mib']} MiB "
                   f"(its zygote: {job['zygote_peak_rss_mib']} MiB)")  # fmt: skip

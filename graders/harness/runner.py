@@ -164,6 +164,7 @@ class SessionGrader:
         try:
             for i, item in enumerate(items):  # as pytest's own loop: the last item tears every fixture down
                 nextitem = items[i + 1] if i + 1 < len(items) else None
+                getattr(item, "_report_sections", []).clear()  # captured output of the last submission
                 item.ihook.pytest_runtest_protocol(item=item, nextitem=nextitem)
         except BaseException:
             self._broken = True
