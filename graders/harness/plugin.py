@@ -60,7 +60,12 @@ class Evidence:
         self.heatmaps: list[Heatmap] = []
 
     def heatmap(self, label: str, got: torch.Tensor, expected: torch.Tensor) -> None:
-        if isinstance(got, torch.Tensor) and got.dim() == 2 and got.shape == expected.shape and got.numel() <= 400:
+        if (
+            isinstance(got, torch.Tensor)
+            and got.dim() == 2
+            and got.shape == expected.shape
+            and got.numel() <= 400
+        ):
             self.heatmaps.append(
                 Heatmap(label=label, got=got.double().tolist(), expected=expected.double().tolist())
             )
@@ -143,7 +148,9 @@ class GradingPlugin:
             spec = next((c for c in manifest.checks if c.id == marker.args[0]), None)
             if spec is None:
                 self.grader_problems[manifest.id] = say(
-                    "grader_error", type="grader", message=f"{item.name}: check {marker.args[0]!r} is not in the manifest"
+                    "grader_error",
+                    type="grader",
+                    message=f"{item.name}: check {marker.args[0]!r} is not in the manifest",
                 )
                 drop.append(item)
             elif spec.visibility == "hidden" and not self.ctx.run_hidden:
