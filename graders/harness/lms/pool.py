@@ -1,7 +1,8 @@
-"""The sandbox pool of a batch job: a ready worker waiting for each exercise, cleanup off the hot path.
+"""The sandbox pool of a batch job: a ready worker waiting for the next submission, cleanup off the hot path.
 
-A batch grades every submission of a class with the same seed, so each exercise's worker is
-forked with the same configuration every time. `BatchPool` keeps one spare worker per seed,
+A batch grades every submission of a class with the same seed, so a submission's worker is forked
+with the same configuration every time (the seed of the first exercise it loads; after a failure
+the replacement gets the failing exercise's seed). `BatchPool` keeps one spare worker per seed,
 forked by a helper thread while the current submission is being graded, and hands it out on the
 next `spawn(seed)`. A spare is a worker that has never run anything: it is exactly what a fresh
 `spawn` would return, only earlier. Retiring a worker stays immediate (SIGKILL to its process

@@ -1,4 +1,4 @@
-"""The trusted side's handle on the sandbox: a zygote per grading process, a worker per exercise.
+"""The trusted side's handle on the sandbox: a zygote per grading process, a worker per submission.
 
 `SandboxPool` starts the zygote (a fresh `python -I` with a cleared environment, never a fork of
 this process) and asks it to fork workers. `SandboxWorker.request_raw` sends one frame and waits
@@ -66,7 +66,7 @@ def isolation_level(protections) -> str:
 
 
 def weakest_level(protection_lists) -> str:
-    """The level of the least protected worker among several (one per exercise)."""
+    """The level of the least protected worker among several."""
     order = ["none", "minimal", "partial", "full"]
     levels = [isolation_level(p) for p in protection_lists]
     return min(levels, key=order.index) if levels else "none"
@@ -370,10 +370,14 @@ class SandboxWorker:
 
     def label_output(self, label: str) -> None:
         """Attribute what the worker prints from now on to `label`. What it printed before a reply
-        already received keeps the old label: its write to the pipe preceded the reply."""
+        already received keeps the old label: its write to the pipe preceded the reply. What it
+        printed before any label (while starting) goes to the first one."""
         with self._out_lock:
             self._read_pending()
-            self.output.label = label
+            out = self.output
+            if out.label == "" and "" in out.sections and label not in out.sections:
+                out.sections[label] = out.sections.pop("")
+            out.label = label
 
     def cpu_time(self) -> float | None:
         """CPU seconds used by the worker's cgroup (everything it started) or else by the worker itself.
