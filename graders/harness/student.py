@@ -7,10 +7,10 @@ only the check it happened in (the other modules load again into the fresh worke
 Checks see `StudentModule` and `RemoteObject`: attribute reads and calls go to the worker, and only
 plain data (tensors, numbers, strings, lists) comes back.
 
-Sharing one worker between exercises (one fork per submission instead of one per exercise: ~20 ms
-of forking and ~25 ms of tearing down per worker) has one cost: a module that sabotages the worker
-itself, e.g. leaves a thread spinning, can cost the other exercise the check in which that is
-noticed; the replacement worker then holds only the modules used after it.
+Sharing one worker between exercises (one fork per submission instead of one per exercise: a
+worker costs ~22 ms of CPU to fork, isolate and tear down) has one cost: a module that sabotages
+the worker itself, e.g. leaves a thread spinning, can cost another exercise the check in which that
+is noticed; the replacement worker then holds only the modules used after it.
 """
 
 from __future__ import annotations
