@@ -403,6 +403,7 @@ def test_a_grader_that_cannot_be_collected_fails_every_submission_of_a_session(t
     assert {c.status for c in expected.exercises[0].checks} == {"error"}
 
 
+@pytest.mark.slow
 def test_a_job_renews_its_pytest_session_when_a_manifest_changes(tmp_path):
     """A job collects the graders once; a manifest edited during the batch takes effect from the next
     submission, as it did when each submission ran its own pytest."""
