@@ -62,6 +62,14 @@ def render_check(manifest: ExerciseManifest, check_id: str, outcome: Outcome, la
     )
 
 
+def pytest_args(project: Project, manifests: list[ExerciseManifest]) -> list[str]:
+    """pytest's command line for the graders of `manifests` (empty when none has a grader file)."""
+    paths = [str(project.grader_path(m.id)) for m in manifests if project.grader_path(m.id).is_file()]
+    if not paths:
+        return []
+    return [*paths, "-q", "--no-header", "-c", str(INI), "--rootdir", str(project.root / "graders")]
+
+
 def grade(
     project: Project,
     submission: Path,
@@ -81,11 +89,10 @@ def grade(
     pool = pool or SandboxPool()
     ctx = GradingContext(project, submission, {m.id: m for m in manifests}, seed, pool, run_hidden)
     plugin = GradingPlugin(ctx)
-    paths = [str(project.grader_path(m.id)) for m in manifests if project.grader_path(m.id).is_file()]
-    args = [*paths, "-q", "--no-header", "-c", str(INI), "--rootdir", str(project.root / "graders")]
+    args = pytest_args(project, manifests)
     log = io.StringIO()
     try:
-        if paths:
+        if args:
             with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
                 pytest.main(args, plugins=[plugin])
         return build_report(ctx, plugin, manifests, lang)
@@ -137,13 +144,11 @@ class SessionGrader:
 
     def run(self, feed: Callable[[Callable[..., Report]], None]) -> None:
         """Run `feed(self.grade)` inside the pytest session; exceptions from `feed` propagate."""
-        paths = [str(self.project.grader_path(m.id)) for m in self.manifests]
-        paths = [p for p in paths if Path(p).is_file()]
-        if not paths:
+        args = pytest_args(self.project, self.manifests)
+        if not args:
             feed(self.grade)
             return
         loop = _FeedLoop(self, feed)
-        args = [*paths, "-q", "--no-header", "-c", str(INI), "--rootdir", str(self.project.root / "graders")]
         with contextlib.redirect_stdout(self._log), contextlib.redirect_stderr(self._log):
             pytest.main(args, plugins=[self.plugin, loop])
         if loop.error is not None:
