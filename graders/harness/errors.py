@@ -7,6 +7,9 @@ and gives status `error` with a message that says so.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
+
 from .i18n import Text, say
 
 
@@ -27,12 +30,29 @@ class CheckFailed(StudentFault):
 
 
 class StudentCodeError(StudentFault):
-    """The student's code raised an exception."""
+    """The student's code raised an exception.
 
-    def __init__(self, type_name: str, message: str, traceback: str = "") -> None:
-        super().__init__(say("student_exception", type=type_name, message=message))
+    `where` is the student's own line that raised it ("file, line N: code"), `call` the call that
+    ran it with the shapes of its inputs; both are shown when known, and matched by `known_errors`.
+    """
+
+    def __init__(
+        self, type_name: str, message: str, traceback: str = "", where: str = "", call: str = ""
+    ) -> None:
+        extra = [say("exception_where", where=where)] if where else []
+        extra += [say("exception_call", call=call)] if call else []
+        super().__init__(say("student_exception", type=type_name, message=message).lines(*extra))
         self.type_name = type_name
+        self.message = message
+        self.where = where
+        self.call = call
         self.student_traceback = traceback
+
+    def matching(self, patterns: Mapping[str, str]) -> str | None:
+        """The first diagnosis whose regular expression is found in "<type>: <message>" followed, on
+        the next line, by the student's line that raised it (`where`); None when none is."""
+        detail = f"{self.type_name}: {self.message}\n{self.where}"
+        return next((d for d, pattern in patterns.items() if re.search(pattern, detail)), None)
 
 
 class StudentNotImplemented(StudentFault):
@@ -45,6 +65,15 @@ class StudentTimeout(StudentFault):
 
 class StudentCrash(StudentFault):
     """The worker died, broke the protocol, or sent data the grader refuses."""
+
+
+class GraderFault(Exception):
+    """The grader, its sandbox or the machine failed, not the submission: the check gets status
+    `error`, worded as the grader's fault ("not your fault"), whatever the student's code did."""
+
+    def __init__(self, text: Text) -> None:
+        super().__init__(text.en)
+        self.text = text
 
 
 class SubmissionFileError(StudentFault):

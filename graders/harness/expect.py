@@ -8,7 +8,6 @@ the one diagnosis mechanism: checks never chain `if`s to name mistakes.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
@@ -163,8 +162,7 @@ def known_errors(patterns: Mapping[str, str]) -> Iterator[None]:
         yield
     except StudentCodeError as exc:
         if exc.diagnosis is None:
-            detail = f"{exc.type_name}: {exc}"
-            exc.diagnosis = next((d for d, pattern in patterns.items() if re.search(pattern, detail)), None)
+            exc.diagnosis = exc.matching(patterns)
         raise
 
 

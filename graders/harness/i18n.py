@@ -31,6 +31,11 @@ class Text(BaseModel):
     def __add__(self, other: Text) -> Text:
         return Text(zh=self.zh + other.zh, en=self.en + " " + other.en)
 
+    def lines(self, *others: Text) -> Text:
+        """This text and `others`, one per line."""
+        parts = (self, *others)
+        return Text(zh="\n".join(t.zh for t in parts), en="\n".join(t.en for t in parts))
+
 
 CATALOG: dict[str, dict[str, str]] = {
     "not_tensor": {
@@ -60,6 +65,29 @@ CATALOG: dict[str, dict[str, str]] = {
     "student_exception": {
         "zh": "你的代码抛出了异常 {type}: {message}",
         "en": "Your code raised {type}: {message}",
+    },
+    "exception_where": {
+        "zh": "出错的那一行：{where}",
+        "en": "It was raised at {where}",
+    },
+    "exception_call": {
+        "zh": "当时的调用：{call}",
+        "en": "while running {call}",
+    },
+    "out_of_memory": {
+        "zh": "你的代码内存不够用了：每个沙箱进程在 torch 本身之外最多可用 {budget} MiB，"
+        "并且已确认本机能提供这么多；你的代码需要更多。（{detail}）",
+        "en": "Your code ran out of memory: a sandboxed worker may use {budget} MiB beyond torch itself, "
+        "and this machine was checked to provide that much; your code needed more. ({detail})",
+    },
+    "grader_memory": {
+        "zh": "沙箱在本机上无法提供它承诺的内存（{budget} MiB）。这不是你的问题，请告诉老师。（{detail}）",
+        "en": "The sandbox could not provide the memory it promises ({budget} MiB) on this machine: "
+        "not your fault; please tell your instructor. ({detail})",
+    },
+    "sandbox_failed": {
+        "zh": "沙箱自身的代码出错了（不是你的问题，请告诉老师）：{detail}",
+        "en": "The sandbox's own code failed (not your fault; please tell your instructor): {detail}",
     },
     "not_implemented": {
         "zh": "`{name}` 还没有实现（仍是模板中的占位）。",

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from .errors import StudentCodeError, StudentFault
+from .errors import GraderFault, StudentCodeError, StudentFault
 from .i18n import Text, say
 from .models import ExerciseManifest, Heatmap
 from .project import Project
@@ -230,7 +230,11 @@ class GradingPlugin:
         if call.when == "teardown" or (call.when == "setup" and call.excinfo is None):
             return
         key = (_exercise(item), _check_id(item))
-        outcome = self.classify(call.excinfo.value if call.excinfo else None)
+        exc = call.excinfo.value if call.excinfo else None
+        if isinstance(exc, StudentCodeError) and exc.diagnosis is None:
+            # a mistake that makes the code raise (`k.T` on a batch) is named in every check it breaks
+            exc.diagnosis = exc.matching(getattr(item.module, "KNOWN_ERRORS", {}))
+        outcome = self.classify(exc)
         ev = self._evidence.get(item.nodeid)
         if ev:
             outcome.heatmaps = ev.heatmaps
@@ -243,6 +247,8 @@ class GradingPlugin:
         if isinstance(exc, StudentFault):
             tb = exc.student_traceback if isinstance(exc, StudentCodeError) else ""
             return Outcome(exc.status, exc.text, exc.diagnosis, exc.diagnosis_params, tb)
+        if isinstance(exc, GraderFault):
+            return Outcome("error", exc.text)
         if isinstance(exc, AssertionError):
             message = str(exc).strip() or "assertion failed"
             return Outcome("failed", Text(zh=message, en=message))

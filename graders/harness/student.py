@@ -16,12 +16,14 @@ is noticed; the replacement worker then holds only the modules used after it.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import (
     CheckFailed,
+    GraderFault,
     StudentCodeError,
     StudentCrash,
     StudentFault,
@@ -34,6 +36,33 @@ from .sandbox import wire
 from .sandbox.client import CapturedOutput, SandboxFailure, SandboxPool, SandboxWorker, WorkerTimeout
 
 MAX_SOURCE_BYTES = 1 << 20
+MEMORY_ERROR = re.compile(
+    r"bad_alloc|can't allocate memory|out of memory|Cannot allocate memory", re.IGNORECASE
+)
+
+
+def describe_value(value) -> str:
+    """A short, data-free description of an argument the grader sent: shapes, not numbers."""
+    if isinstance(value, RemoteObject):
+        return value._label
+    shape = getattr(value, "shape", None)
+    if shape is not None:
+        return f"{type(value).__name__}{tuple(shape)}"
+    if isinstance(value, (list, tuple)):
+        inner = ", ".join(describe_value(v) for v in value[:4]) + (", …" if len(value) > 4 else "")
+        return f"[{inner}]" if isinstance(value, list) else f"({inner})"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {describe_value(v)}" for k, v in list(value.items())[:4]) + "}"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
+def describe_call(label: str, args=(), kwargs=None) -> str:
+    """`layer(Tensor(2, 5, 16))`: the call that raised, with the shapes of its inputs."""
+    parts = [describe_value(a) for a in args] + [
+        f"{k}={describe_value(v)}" for k, v in (kwargs or {}).items()
+    ]
+    return f"{label}({', '.join(parts)})"
 
 
 def read_submission_file(path: Path) -> bytes:
@@ -170,9 +199,34 @@ class StudentSession:
             return SubmissionFileError(say("import_refused", message=err.get("message", "")))
         if err.get("not_implemented"):
             return StudentNotImplemented(say("not_implemented", name=file))
+        if is_memory_error(err):
+            return self._out_of_memory(f"{err.get('type')}: {err.get('message')}")
         return SubmissionFileError(
             say("load_error", file=file, type=err.get("type", "?"), message=err.get("message", ""))
         )
+
+    def _out_of_memory(self, detail: str) -> StudentFault:
+        """A submission that ran out of memory: its fault when a fresh worker really gets the budget
+        the sandbox promises; otherwise the grader's (raised as `GraderFault`)."""
+        budget = self.pool.limits.memory_bytes >> 20
+        if self.pool.provides_memory_budget():
+            return StudentCrash(say("out_of_memory", budget=budget, detail=detail[:300]))
+        raise GraderFault(say("grader_memory", budget=budget, detail=detail[:300]))
+
+    def where(self, frames) -> str:
+        """ "file, line N: code" for the innermost frame of the student's own files that the grader
+        holds the source of (the code line is read from those bytes here, not from the worker)."""
+        sources = {slot.path.name: slot.source for slot in self.slots.values() if slot.source is not None}
+        for frame in reversed(frames if isinstance(frames, list) else []):
+            if not (isinstance(frame, list) and len(frame) == 3 and type(frame[1]) is int):
+                continue
+            file, line = str(frame[0]), frame[1]
+            if file in sources:
+                lines = sources[file].decode("utf-8", "replace").splitlines()
+                code = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+                code = code if len(code) <= 160 else code[:159] + "…"
+                return f"{file}, line {line}: `{code}`" if code else f"{file}, line {line}"
+        return ""
 
     def _retire(self) -> None:
         if self.worker is not None:
@@ -202,6 +256,10 @@ class StudentSession:
         except WorkerTimeout:
             raise StudentTimeout(say("timeout", seconds=timeout)) from None
         except SandboxFailure as exc:
+            if exc.kind == "memory":
+                raise self._out_of_memory(exc.detail) from None
+            if exc.kind == "sandbox":
+                raise GraderFault(say("sandbox_failed", detail=exc.detail[-800:])) from None
             key = "protocol" if exc.kind == "protocol" else "crash"
             raise StudentCrash(say(key, detail=exc.detail)) from None
         if type(reply.get("ok")) is not bool:
@@ -238,18 +296,32 @@ class StudentSession:
             header[key] = wire.encode_value(value, buffers, self._handle_of)
         reply = self._exchange(slot, header, buffers)
         if not reply["ok"]:
-            raise self._call_fault(reply["error"], label)
+            call = (
+                describe_call(label, fields.get("args", ()), fields.get("kwargs"))
+                if op in ("call", "vjp")
+                else ""
+            )
+            raise self._call_fault(reply["error"], label, call)
         value = reply.get("value")
         if isinstance(value, RemoteObject):
             value._label = label if op == "getattr" else f"{label}(...)"
         return value
 
-    def _call_fault(self, err: dict, label: str) -> StudentFault:
+    def _call_fault(self, err: dict, label: str, call: str = "") -> StudentFault:
         if err.get("not_implemented"):
             return StudentNotImplemented(say("not_implemented", name=label))
+        if is_memory_error(err):
+            return self._out_of_memory(f"{err.get('type')}: {err.get('message')}")
         return StudentCodeError(
-            str(err.get("type", "?")), str(err.get("message", "")), str(err.get("traceback", ""))
-        )
+            str(err.get("type", "?")), str(err.get("message", "")), str(err.get("traceback", "")),
+            where=self.where(err.get("frames")), call=call,
+        )  # fmt: skip
+
+
+def is_memory_error(err: dict) -> bool:
+    """Did the worker report running out of memory (Python's MemoryError, C++'s bad_alloc, torch's
+    allocator)? Judged from the reply's type and message; what it means is decided by the caller."""
+    return err.get("type") == "MemoryError" or bool(MEMORY_ERROR.search(str(err.get("message", ""))))
 
 
 class StudentModule:

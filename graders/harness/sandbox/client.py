@@ -74,12 +74,18 @@ def weakest_level(protection_lists) -> str:
 
 @dataclass(frozen=True)
 class Limits:
-    """Per-worker limits. Times in seconds, sizes in bytes."""
+    """Per-worker limits. Times in seconds, sizes in bytes.
+
+    `memory_bytes` is what a worker may use *beyond* the zygote it is forked from (torch and
+    everything imported before the fork): the limit of its memory cgroup as root, and otherwise
+    added to the worker's own address space at fork time to give its RLIMIT_AS. It is never a
+    fixed address-space size, so the same budget holds whichever torch build the zygote imported.
+    """
 
     call_seconds: float = 120.0  # caps each exercise's own deadline (its manifest's call_seconds)
     call_cpu_seconds: float | None = None  # CPU budget of one call; None: the call's wall deadline
     cpu_seconds: int = 60
-    memory_bytes: int = 3 << 30
+    memory_bytes: int = 2 << 30
     file_bytes: int = 1 << 20
     open_files: int = 64
     processes: int = 64
@@ -98,6 +104,35 @@ class Limits:
             "processes": self.processes,
             "tmp_bytes": self.tmp_bytes,
         }
+
+
+@dataclass(frozen=True)
+class MemoryUse:
+    """Memory of a worker as the kernel counts it, in bytes. `source`: "cgroup" (the worker and
+    everything it started, pages shared with the zygote not counted) or "process" (its resident
+    set, shared pages included). `failures`: allocations the cgroup refused (0 when unknown)."""
+
+    usage: int
+    peak: int
+    failures: int
+    source: str
+
+
+def _read_int(path: str) -> int:
+    with open(path, "rb") as fh:
+        return int(fh.read().split()[0])
+
+
+def _read_failures(path: str | None) -> int:
+    """memory.failcnt (v1), or the `max` and `oom_kill` counts of memory.events (v2)."""
+    if path is None:
+        return 0
+    with open(path, "rb") as fh:
+        data = fh.read()
+    if path.endswith("failcnt"):
+        return int(data.split()[0])
+    counts = dict(line.split() for line in data.decode().splitlines() if line.strip())
+    return int(counts.get("max", 0)) + int(counts.get("oom_kill", 0))
 
 
 class SandboxFailure(Exception):
@@ -120,6 +155,18 @@ class WorkerCrashed(SandboxFailure):
 
 class WorkerProtocolError(SandboxFailure):
     kind = "protocol"
+
+
+class WorkerOutOfMemory(SandboxFailure):
+    """The worker was killed when its memory cgroup refused it more memory."""
+
+    kind = "memory"
+
+
+class WorkerMachineryFailed(SandboxFailure):
+    """The sandbox's own code inside the worker failed (exit status `wire.MACHINERY_EXIT`), not a call."""
+
+    kind = "sandbox"
 
 
 class SandboxUnavailable(Exception):
@@ -186,6 +233,8 @@ class SandboxPool:
         self._tmp = tempfile.TemporaryDirectory(prefix="agw-zygote-")
         self.zygote_pid: int | None = None
         self.mode: str | None = None  # "root", "userns" or "none", as the zygote found it
+        self.footprint: int | None = None  # the zygote's address space after its imports, in bytes
+        self._memory_verified: bool | None = None  # `provides_memory_budget`, measured once
 
     def _start(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -200,7 +249,7 @@ class SandboxPool:
                 sys.executable,
                 "-I",
                 "-c",
-                BOOT,
+                self.boot_source(),
                 str(SANDBOX_PARENT),
                 str(theirs.fileno()),
                 json.dumps(options),
@@ -224,6 +273,12 @@ class SandboxPool:
             raise SandboxUnavailable(f"the sandbox zygote did not start; {self._log()}")
         self.zygote_pid = hello["pid"]
         self.mode = hello.get("mode", "none")
+        self.footprint = hello.get("footprint") if type(hello.get("footprint")) is int else None
+
+    def boot_source(self) -> str:
+        """The `python -I -c` program the zygote starts with. A subclass may run something first,
+        e.g. to stand in for a torch build with another footprint (tests/test_memory_limits.py)."""
+        return BOOT
 
     def _log(self) -> str:
         try:
@@ -258,6 +313,9 @@ class SandboxPool:
             raise SandboxUnavailable(f"the sandbox could not start a worker: {reply.get('error', reply)}")
         worker = SandboxWorker(self, reply["pid"], ours, out_r)
         worker.cpu_file = reply.get("cpu_file") if isinstance(reply.get("cpu_file"), str) else None
+        files = reply.get("memory_files")
+        if isinstance(files, dict):
+            worker.memory_files = {str(k): v for k, v in files.items() if isinstance(v, str)}
         try:
             hello = worker.request_raw(None, self.limits.start_seconds)[0]
         except SandboxFailure as exc:
@@ -274,6 +332,31 @@ class SandboxPool:
             {*names, "import-allow-list", "output-cap", "wall-clock-deadline", "cpu-deadline"}
         )
         return worker
+
+    def provides_memory_budget(self) -> bool:
+        """Can a fresh worker of this pool really allocate (and touch) its memory budget?
+
+        Asked only after a submission ran out of memory, to tell whose fault that was: when a fresh
+        worker gets 90% of `Limits.memory_bytes`, the sandbox kept its promise and the submission
+        needed more; when it does not, the machine or the grader's own limits are to blame (a limit
+        that starves torch itself, a machine without that much free memory). Measured once per pool.
+        """
+        if self._memory_verified is None:
+            size = int(self.limits.memory_bytes * 0.9)
+            probe = f"import torch\n_block = torch.ones({size}, dtype=torch.uint8)\n".encode()
+            try:
+                worker = self.spawn()
+            except (SandboxFailure, SandboxUnavailable):
+                return False
+            try:
+                header = {"op": "load", "module": "_sandbox_probe", "filename": "<memory probe>"}
+                reply, _ = worker.request_raw(header, self.limits.start_seconds * 3, [probe])
+                self._memory_verified = reply.get("ok") is True
+            except SandboxFailure:
+                self._memory_verified = False
+            finally:
+                worker.close()
+        return self._memory_verified
 
     def exit_status(self, pid: int, wait: float = 0.5) -> str:
         try:
@@ -329,6 +412,7 @@ class SandboxWorker:
         self.output = CapturedOutput(pool.limits.output_bytes)
         self._closed: dict | None = None
         self.cpu_file: str | None = None
+        self.memory_files: dict[str, str] = {}  # the kernel's memory accounting of its cgroup, if any
         self._cpu_fd: int | None = None
         self._cpu_path = ""
         self._seq = 0
@@ -403,6 +487,25 @@ class SandboxWorker:
         except (OSError, ValueError, IndexError):
             return None
 
+    def memory(self) -> MemoryUse | None:
+        """What the kernel counts for this worker now: its cgroup (the whole tree) where it has one,
+        else the worker process's own resident set (VmRSS, VmHWM). Never asked of the worker."""
+        if self.memory_files:
+            try:
+                usage = _read_int(self.memory_files["usage"])
+                peak = _read_int(self.memory_files["peak"]) if "peak" in self.memory_files else usage
+                failures = _read_failures(self.memory_files.get("failures"))
+                return MemoryUse(usage, peak, failures, "cgroup")
+            except (OSError, ValueError, KeyError):
+                pass
+        try:
+            with open(f"/proc/{self.pid}/status", "rb") as fh:
+                fields = dict(line.split(b":", 1) for line in fh if b":" in line)
+            kib = lambda key: int(fields[key].split()[0]) * 1024  # noqa: E731
+            return MemoryUse(kib(b"VmRSS"), kib(b"VmHWM"), 0, "process")
+        except (OSError, ValueError, KeyError, IndexError):
+            return None
+
     def _close_cpu_file(self) -> None:
         if self._cpu_fd is not None:
             os.close(self._cpu_fd)
@@ -445,16 +548,17 @@ class SandboxWorker:
             self.kill()
             raise WorkerTimeout(f"no answer within {timeout:g} s") from exc
         except wire.ChannelClosed as exc:
-            detail = self._describe_exit()
+            memory = self.memory()  # before the zygote reaps the worker and removes its cgroup
+            status = self.pool.exit_status(self.pid, wait=1.0)
             self.kill()
-            raise WorkerCrashed(detail) from exc
+            if memory is not None and memory.source == "cgroup" and memory.failures > 0:
+                raise WorkerOutOfMemory(EXIT_NAMES.get(status, status)) from exc
+            if status == f"exited:{wire.MACHINERY_EXIT}":
+                raise WorkerMachineryFailed(f"{status}: {self.output.text()[-800:]}") from exc
+            raise WorkerCrashed(EXIT_NAMES.get(status, status)) from exc
         except (wire.WireError, OSError) as exc:
             self.kill()
             raise WorkerProtocolError(str(exc)) from exc
-
-    def _describe_exit(self) -> str:
-        status = self.pool.exit_status(self.pid, wait=1.0)
-        return EXIT_NAMES.get(status, status)
 
     def kill(self) -> None:
         """SIGKILL the worker's process group now (the zygote's `reap` in `close` sweeps the rest)."""

@@ -167,6 +167,13 @@ def restore_pid_namespace(fd: int) -> None:
     _check(_libc.setns(fd, CLONE_NEWPID), "setns")
 
 
+MEMORY_FILES = {  # what the kernel counts for a memory cgroup: v1 names first, then v2
+    "usage": ("memory.usage_in_bytes", "memory.current"),
+    "peak": ("memory.max_usage_in_bytes", "memory.peak"),
+    "failures": ("memory.failcnt", "memory.events"),
+}
+
+
 class Cgroup:
     """A cgroup per worker (root mode only): memory and process caps and CPU accounting on its whole tree.
 
@@ -178,6 +185,7 @@ class Cgroup:
         self.dirs: list[str] = []
         self.applied: list[str] = []
         self.cpu_file: str | None = None
+        self.memory_files: dict[str, str] = {}  # "usage", "peak", "failures" -> file (see MEMORY_FILES)
         for controller, files in (
             ("memory", {"memory.limit_in_bytes": memory_bytes, "memory.max": memory_bytes}),
             ("pids", {"pids.max": processes}),
@@ -205,6 +213,11 @@ class Cgroup:
                 if self.cpu_file is None and os.path.exists(os.path.join(path, fname)):
                     self.cpu_file = os.path.join(path, fname)
                     self.applied.append("cgroup:cpu-accounting")
+            if controller == "memory" and "cgroup:memory" in self.applied:
+                for key, candidates in MEMORY_FILES.items():
+                    found = [f for f in candidates if os.path.exists(os.path.join(path, f))]
+                    if found:
+                        self.memory_files[key] = os.path.join(path, found[0])
 
     def add(self, pid: int) -> bool:
         ok = bool(self.dirs)
@@ -345,10 +358,38 @@ def _set_limit(kind: int, value: int) -> None:
     resource.setrlimit(kind, (value, value))
 
 
+def address_space_bytes() -> int | None:
+    """The address space this process has mapped now (VmSize), or None where /proc cannot tell.
+
+    Read in the freshly forked worker, before its root is emptied: it is the zygote's footprint
+    after importing torch, which differs widely between builds (about 0.6 GiB for the CPU wheel,
+    over 3 GiB for the CUDA wheel, which maps its libraries whether or not a GPU exists)."""
+    try:
+        with open("/proc/self/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def address_space_limit(memory_bytes: int, baseline: int | None, cgroup_memory: bool) -> int:
+    """RLIMIT_AS for a worker that may use `memory_bytes` beyond the `baseline` it was forked with.
+
+    Without a memory cgroup this limit is the memory limit, so it is the baseline plus the budget.
+    With one, the cgroup counts what the worker really touches and this limit only stops absurd
+    reservations (`torch.empty(1 << 40)`), so it leaves room for address space reserved but never
+    used (allocator arenas, thread stacks). Never a fixed size: a fixed size that fits one torch
+    build starves another (a 3 GiB limit left the CUDA wheel no room at all)."""
+    headroom = 4 * memory_bytes if cgroup_memory else memory_bytes
+    return (baseline or 0) + headroom
+
+
 def apply_rlimits(limits: dict) -> list[str]:
     applied = []
     table = [
-        ("memory", resource.RLIMIT_AS, limits.get("memory_bytes")),
+        ("memory", resource.RLIMIT_AS, limits.get("address_space_bytes")),
         ("cpu", resource.RLIMIT_CPU, limits.get("cpu_seconds")),
         ("file_size", resource.RLIMIT_FSIZE, limits.get("file_bytes")),
         ("open_files", resource.RLIMIT_NOFILE, limits.get("open_files")),

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+MACHINERY_EXIT = 70  # exit status of a worker whose own sandbox code failed outside any request (EX_SOFTWARE)
 MAX_HEADER_BYTES = 4 << 20
 MAX_BUFFER_BYTES = 64 << 20
 MAX_BUFFERS = 256

@@ -25,6 +25,7 @@ import torch
 from . import isolation, wire
 
 MAX_MESSAGE_CHARS = 2000
+MAX_FRAMES = 8
 
 
 class ImportRefused(ImportError):
@@ -186,14 +187,16 @@ class Worker:
         try:
             frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename in self.student_files]
             tb = "".join(traceback.format_list(frames))[-4 * MAX_MESSAGE_CHARS :]
+            where = [[f.filename, f.lineno, f.name] for f in frames[-MAX_FRAMES:]]
         except BaseException:
-            tb = ""
+            tb, where = "", []
         return {
             "ok": False,
             "error": {
                 "type": type(exc).__name__[:100],
                 "message": message,
                 "traceback": tb,
+                "frames": where,  # [file, line, function] of the student's own frames, innermost last
                 "not_implemented": isinstance(exc, NotImplementedError),
                 "import_refused": isinstance(exc, ImportRefused),
                 "syntax": isinstance(exc, SyntaxError),

@@ -36,7 +36,7 @@ import sys
 import time
 import traceback
 
-from . import isolation
+from . import isolation, wire
 
 MAX_CONTROL_BYTES = 1 << 16
 EXTRA_IMPORTS = (
@@ -166,9 +166,11 @@ class Zygote:
         if self.mode == "root":
             self.spawned += 1
             cgroup = isolation.Cgroup(
-                f"agw-{os.getpid()}-{self.spawned}", int(limits.get("memory_bytes", 3 << 30)),
-                int(limits.get("processes", 64)),
+                f"agw-{os.getpid()}-{self.spawned}", int(limits["memory_bytes"]),
+                int(limits["processes"]),
             )  # fmt: skip
+        has_cgroup_memory = cgroup is not None and "cgroup:memory" in cgroup.applied
+        config = dict(config, limits=dict(limits, cgroup_memory=has_cgroup_memory))
         if self.mode == "none" or (self.mode == "root" and self.own_pidns is not None):
             pid = self._fork_directly(config, channel_fd, output_fd, uid)
         else:
@@ -178,10 +180,14 @@ class Zygote:
                 cgroup.remove()
             return {"error": "the worker could not be forked"}
         self.children[pid] = slot
-        reply = {"pid": pid, "protections": [], "cpu_file": None}
+        reply = {"pid": pid, "protections": [], "cpu_file": None, "memory_files": {}}
         if cgroup is not None:
             if cgroup.add(pid):
-                reply.update(protections=list(cgroup.applied), cpu_file=cgroup.cpu_file)
+                reply.update(
+                    protections=list(cgroup.applied),
+                    cpu_file=cgroup.cpu_file,
+                    memory_files=cgroup.memory_files,
+                )
             self.cgroups[pid] = cgroup
         return reply
 
@@ -192,7 +198,7 @@ class Zygote:
             traceback.print_exc()  # to the worker's output pipe once it is set up
             sys.stderr.flush()
         finally:
-            os._exit(70)
+            os._exit(wire.MACHINERY_EXIT)
 
     def _fork_directly(self, config, channel_fd, output_fd, uid) -> int:
         """Root: one fork; the child is PID 1 of a new PID namespace and unshares the rest itself."""
@@ -239,7 +245,7 @@ class Zygote:
     def _become_worker(
         self, config: dict, channel_fd: int, output_fd: int, namespaces: list[str], uid: int | None
     ) -> None:
-        from . import wire, worker
+        from . import worker
 
         os.setsid()
         self.control.close()
@@ -252,7 +258,12 @@ class Zygote:
         sys.stdout = open(1, "w", buffering=1, closefd=False)
         sys.stderr = open(2, "w", buffering=1, closefd=False)
         sock = socket.socket(fileno=3)
-        limits = config.get("limits", {})
+        limits = dict(config.get("limits", {}))
+        budget = int(limits["memory_bytes"])  # the trusted side sends every limit (client.Limits)
+        baseline = isolation.address_space_bytes()  # before the root is emptied: /proc is still there
+        limits["address_space_bytes"] = isolation.address_space_limit(
+            budget, baseline, bool(limits.get("cgroup_memory"))
+        )
         protections = ["fresh-interpreter", "own-session", *namespaces]
         if "mount-namespace" in namespaces:
             try:
@@ -320,7 +331,7 @@ def main(control_fd: int, options: dict) -> None:
     _warm_torch()
     preimport(options.get("allowed_imports", []))
     preimport(EXTRA_IMPORTS)
-    from . import wire, worker  # noqa: F401  (imported before any uid switch)
+    from . import worker  # noqa: F401  (imported before any uid switch)
 
     if options.get("run_as"):
         uid, gid = options["run_as"]
@@ -330,6 +341,9 @@ def main(control_fd: int, options: dict) -> None:
         mode = isolation.probe_privilege(allow_userns=options.get("userns", True))
     subreaper = isolation.become_subreaper()
     control = socket.socket(fileno=control_fd)
-    hello = {"ready": True, "pid": os.getpid(), "mode": mode, "subreaper": subreaper, "uid": os.getuid()}
+    hello = {
+        "ready": True, "pid": os.getpid(), "mode": mode, "subreaper": subreaper, "uid": os.getuid(),
+        "footprint": isolation.address_space_bytes(),
+    }  # fmt: skip
     control.send(json.dumps(hello).encode())
     Zygote(control, mode).serve()
