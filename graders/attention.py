@@ -32,57 +32,93 @@ def attention_oracle(q, k, v) -> torch.Tensor:
 
 
 def naive_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
-    """exp(x) / Σ exp(x) without subtracting the max: overflows on large scores (a known mistake)."""
+    """exp(x) / Σ exp(x) in float32 without subtracting the max: overflows on large scores."""
     e = torch.exp(x.float())
     return (e / e.sum(dim=dim, keepdim=True)).double()
 
 
-def weight_variants(q, k, v) -> dict[str, torch.Tensor]:
-    """Attention weights as the common wrong formulas compute them, keyed by diagnosis id."""
+def global_max_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """softmax in float32 shifted by the maximum of the whole tensor instead of each row's: a row
+    far below the global maximum underflows to 0/0 = NaN on large scores."""
+    e = torch.exp(x.float() - x.float().max())
+    return (e / e.sum(dim=dim, keepdim=True)).double()
+
+
+def mistakes(q, k, v) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """(context, weights) as the common wrong formulas compute them, keyed by diagnosis id.
+
+    Pairs, so that a check judging one output can ask the other to agree (`expect.close(...,
+    joint=)`): dividing V by √d_k instead of the scores and dividing the weights by √d_k after the
+    softmax give the same context, and only the weights tell them apart.
+    """
     d_k = q.shape[-1]
-    right = attention(q, k, v)[1]
+    v64 = v.double()
+    right_c, right_w = attention(q, k, v)
+    plain = attention(q, k, v, scale=1.0)[1]
+    after = plain / math.sqrt(d_k)
+    naive = naive_softmax(scores(q, k))
+    shifted = global_max_softmax(scores(q, k))
     out = {
-        "no_scaling": attention(q, k, v, scale=1.0)[1],
-        "divide_by_dk": attention(q, k, v, scale=1.0 / d_k)[1],
-        "softmax_wrong_axis": attention(q, k, v, softmax_dim=-2)[1],
-        "scale_after_softmax": attention(q, k, v, scale=1.0)[1] / math.sqrt(d_k),
-        "naive_softmax": naive_softmax(scores(q, k)),
+        "no_scaling": (plain @ v64, plain),
+        "divide_by_dk": attention(q, k, v, scale=1.0 / d_k),
+        "softmax_wrong_axis": attention(q, k, v, softmax_dim=-2),
+        "scale_after_softmax": (after @ v64, after),
+        "scaled_values": (plain @ v64 / math.sqrt(d_k), plain),  # V divided by √d_k instead of the scores
+        "naive_softmax": (naive @ v64, naive),
+        "global_max_softmax": (shifted @ v64, shifted),
     }
-    if right.shape[-1] != right.shape[-2]:
-        out["transposed_weights"] = right.transpose(-2, -1)
+    if right_w.shape[-1] != right_w.shape[-2]:
+        out["transposed_weights"] = (right_c, right_w.transpose(-2, -1))
+    else:  # wᵀ V only has a shape when L = S
+        out["transposed_in_context"] = (right_w.transpose(-2, -1) @ v64, right_w)
     return out
 
 
-def context_variants(q, k, v) -> dict[str, torch.Tensor]:
-    """Context vectors as the common wrong formulas compute them, keyed by diagnosis id."""
-    d_k = q.shape[-1]
-    v64 = v.double()
-    plain = attention(q, k, v, scale=1.0)[1]
-    return {
-        "no_scaling": plain @ v64,
-        "divide_by_dk": attention(q, k, v, scale=1.0 / d_k)[0],
-        "softmax_wrong_axis": attention(q, k, v, softmax_dim=-2)[0],
-        "scale_after_softmax": plain @ v64 / math.sqrt(d_k),
-        "naive_softmax": naive_softmax(scores(q, k)) @ v64,
-    }
+def context_variants(q, k, v) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """`mistakes` as (context, weights) pairs: for a check of the context, joint with the weights."""
+    return mistakes(q, k, v)
 
 
-def fit_softmax_scale(weights: torch.Tensor, raw_scores: torch.Tensor) -> tuple[float, float] | None:
-    """Recover s from weights = softmax(s · raw_scores) by least squares on centred log-weights.
+def weight_variants(q, k, v) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """`mistakes` as (weights, context) pairs: for a check of the weights, joint with the context."""
+    return {d: (w, c) for d, (c, w) in mistakes(q, k, v).items()}
 
-    Returns (s, relative residual), or None when the weights are not a softmax of the scores at
-    all (rows not summing to one, zeros, too little spread to fit).
+
+def row_sum_variants(q, k, v) -> dict[str, torch.Tensor]:
+    """weights.sum(-1) of every mistake whose weights' rows do not sum to one."""
+    out = {}
+    for diagnosis, (_, w) in mistakes(q, k, v).items():
+        sums = w.sum(-1)
+        if not torch.allclose(sums, torch.ones_like(sums), atol=1e-3):
+            out[diagnosis] = sums
+    return out
+
+
+# ---------------------------------------------------------------- the scale, read off the weights
+
+
+def fit_softmax_scale(
+    weights: torch.Tensor, raw_scores: torch.Tensor, dim: int = -1
+) -> tuple[float, float] | None:
+    """Recover s from weights ∝ exp(s · raw_scores) along `dim`, by least squares on log-weights
+    centred within each slice along `dim` (so each slice may carry its own factor).
+
+    Zero weights are left out of the fit: a dropout mask or an underflow does not hide the scale.
+    Whether the slices sum to one is another check's business. Returns (s, relative residual), or
+    None when there is too little to fit (non-finite or negative weights, fewer than two nonzero
+    weights per slice, no spread).
     """
     w, x = weights.double(), raw_scores.double()
-    if (
-        w.shape != x.shape
-        or bool((w <= 1e-12).any())
-        or not torch.allclose(w.sum(-1), torch.ones(()).double(), atol=1e-4)
-    ):
+    if w.shape != x.shape or not bool(torch.isfinite(w).all()) or bool((w < 0).any()):
         return None
-    y = torch.log(w)
-    y = y - y.mean(-1, keepdim=True)
-    x = x - x.mean(-1, keepdim=True)
+    kept = (w > 1e-12).double()
+    count = kept.sum(dim, keepdim=True)
+    if bool((count < 2).any()):
+        return None
+    y = torch.log(w.clamp_min(1e-300)) * kept
+    x = x * kept
+    y = (y - y.sum(dim, keepdim=True) / count) * kept
+    x = (x - x.sum(dim, keepdim=True) / count) * kept
     denominator = float((x * x).sum())
     if denominator < 1e-9:
         return None
@@ -91,23 +127,66 @@ def fit_softmax_scale(weights: torch.Tensor, raw_scores: torch.Tensor) -> tuple[
     return s, residual
 
 
+def recovered_scale(weights: torch.Tensor, raw_scores: torch.Tensor | list[torch.Tensor]) -> float | None:
+    """The factor the scores were multiplied by before a softmax, read off the weights alone.
+
+    Tried on every reading a weights tensor can have, so that another mistake does not hide the
+    scale: a softmax along any axis (the keys, the queries, the heads), weights returned as (L, S)
+    or transposed, and any of several `raw_scores` (the unscaled scores as the right formula and as
+    other known mistakes compute them, e.g. a wrong split into heads). None when no reading fits a
+    softmax of scaled scores (within a relative residual of 1e-3).
+    """
+    candidates = raw_scores if isinstance(raw_scores, list) else [raw_scores]
+    layouts = [weights] + ([weights.transpose(-2, -1)] if weights.dim() >= 2 else [])
+    for raw in candidates:
+        for layout in layouts:
+            for dim in range(-1, -layout.dim() - 1, -1):
+                fitted = fit_softmax_scale(layout, raw, dim)
+                if fitted is not None and fitted[1] < 1e-3 and fitted[0] > 0:
+                    return fitted[0]
+    return None
+
+
+def scale_diagnosis(found: float, expected: float, what: str, named: dict[str, float]) -> tuple[str, dict]:
+    """The diagnosis for a recovered scale `found` where `expected` is due: a named one when it is
+    one of `named` (diagnosis id -> the scale that mistake gives), else `wrong_scale` with both."""
+    for diagnosis, scale in named.items():
+        if abs(found / scale - 1) < 1e-3:
+            return diagnosis, {}
+    return "wrong_scale", {
+        "got_scale": f"1/{1 / found:.4g}",
+        "expected_scale": f"1/{1 / expected:.4g}",
+        "what": what,
+    }
+
+
 def scale_estimator(raw_scores: torch.Tensor, expected_scale: float, what: str = "√d_k"):
     """An `expect.close` estimator naming a wrong softmax scale, e.g. 1/4 where 1/2 = 1/√d_k."""
 
     def estimate(got: torch.Tensor):
-        fitted = fit_softmax_scale(got, raw_scores)
-        if fitted is None:
+        found = recovered_scale(got, raw_scores)
+        if found is None or abs(found / expected_scale - 1) < 1e-3:
             return None
-        s, residual = fitted
-        if residual > 1e-3 or abs(s / expected_scale - 1) < 1e-3 or s <= 0:
-            return None
-        return "wrong_scale", {
-            "got_scale": f"1/{1 / s:.4g}",
-            "expected_scale": f"1/{1 / expected_scale:.4g}",
-            "what": what,
-        }
+        return scale_diagnosis(found, expected_scale, what, {})
 
     return estimate
+
+
+def scale_estimator_via_weights(weights: torch.Tensor | None, q, k, v, what: str = "√d_k"):
+    """An `expect.close` estimator for the context: when the context is the student's own weights
+    times V, the scale read off those weights names the mistake (e.g. 1/2 where 1/4 is due)."""
+
+    def estimate(context: torch.Tensor):
+        if weights is None or weights.shape != context.shape[:-1] + (v.shape[-2],):
+            return None
+        if not torch.allclose(context.double(), weights.double() @ v.double(), rtol=1e-3, atol=1e-4):
+            return None
+        return scale_estimator(scores(q, k, 1.0), 1 / math.sqrt(q.shape[-1]), what)(weights)
+
+    return estimate
+
+
+# ---------------------------------------------------------------- layers
 
 
 def linear_weights(
@@ -122,6 +201,22 @@ def linear_weights(
     return out
 
 
-def project(x: torch.Tensor, state: dict[str, torch.Tensor], name: str) -> torch.Tensor:
-    """x Wᵀ + b in float64 for the layer `name` of a state dict."""
-    return x.double() @ state[f"{name}.weight"].double().T + state[f"{name}.bias"].double()
+def project(x: torch.Tensor, state: dict[str, torch.Tensor], name: str, *, mistake: str = "") -> torch.Tensor:
+    """x Wᵀ + b in float64 for the layer `name` of a state dict; `mistake` reproduces a hand-made
+    linear gone wrong: "weight_not_transposed" (x W + b), "missing_bias" (x Wᵀ)."""
+    weight, bias = state[f"{name}.weight"].double(), state[f"{name}.bias"].double()
+    if mistake == "weight_not_transposed":
+        return x.double() @ weight + bias
+    if mistake == "missing_bias":
+        return x.double() @ weight.T
+    return x.double() @ weight.T + bias
+
+
+def scaled_dot_product_attention(q, k, v):
+    """A correct scaled_dot_product_attention, put in place of a student's own when that one cannot
+    answer, so that the layer built on it is graded as written (error carried forward). It runs
+    inside the sandbox, appended to the student's module: it imports what it needs itself."""
+    import torch
+
+    weights = torch.softmax(q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5, dim=-1)  # (..., L, S)
+    return weights @ v, weights  # (..., L, d_v), (..., L, S)

@@ -76,27 +76,82 @@ def forward(
     *,
     scale: float | None = None,
     softmax_dim: int = -1,
+    softmax: Callable[[torch.Tensor, int], torch.Tensor] | None = None,
     split: Split = split_heads,
     merge: Merge = merge_heads,
     out_proj: bool = True,
     shared_qkv: bool = False,
+    linear: str = "",
+    no_projections: bool = False,
+    out_proj_on_input: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(output (B, L, E), weights (B, H, L, L)) in float64; the keywords reproduce known mistakes.
 
-    `scale` defaults to 1/√(E/H). Differentiable in `x` and in the tensors of `state`.
+    `scale` defaults to 1/√(E/H); `softmax(scores, dim)` replaces torch.softmax (a hand-written one
+    gone wrong); `linear` is a hand-made linear's mistake (see `attention.project`);
+    `no_projections` feeds x itself as Q, K and V; `out_proj_on_input` returns out_proj(x) and
+    leaves the attention unused. Differentiable in `x` and in the tensors of `state`.
     """
-    names = ["query"] * 3 if shared_qkv else ["query", "key", "value"]
-    q, k, v = (split(A.project(x, state, name), num_heads) for name in names)  # (B, H, L, d_k)
+    q, k, v = projections(
+        x, state, num_heads, split=split, shared_qkv=shared_qkv, linear=linear, no_projections=no_projections
+    )  # fmt: skip  (B, H, L, d_k) each
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
-    context, weights = A.attention(q, k, v, scale=scale, softmax_dim=softmax_dim)  # (B,H,L,d_k), (B,H,L,L)
+    if softmax is None:
+        context, weights = A.attention(
+            q, k, v, scale=scale, softmax_dim=softmax_dim
+        )  # (B,H,L,d_k), (B,H,L,L)
+    else:
+        weights = softmax(A.scores(q, k, scale), softmax_dim)  # (B, H, L, L)
+        context = weights @ v.double()  # (B, H, L, d_k)
+    if out_proj_on_input:
+        return A.project(x, state, "out_proj"), weights
     out = merge(context)  # (B, L, E)
-    return (A.project(out, state, "out_proj") if out_proj else out), weights
+    return (A.project(out, state, "out_proj", mistake=linear) if out_proj else out), weights
+
+
+def projections(
+    x: torch.Tensor,
+    state: dict[str, torch.Tensor],
+    num_heads: int,
+    *,
+    split: Split = split_heads,
+    shared_qkv: bool = False,
+    linear: str = "",
+    no_projections: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """q, k, v split into heads, (B, H, L, d_k) each, in float64, with the mistakes of `forward`."""
+    names = ["query"] * 3 if shared_qkv else ["query", "key", "value"]
+    if no_projections:
+        return tuple(split(x.double(), num_heads) for _ in names)
+    return tuple(split(A.project(x, state, name, mistake=linear), num_heads) for name in names)
 
 
 def head_scores(x: torch.Tensor, state: dict[str, torch.Tensor], num_heads: int) -> torch.Tensor:
     """Unscaled per-head scores q_h k_hᵀ in float64.   (B, H, L, L)"""
-    q, k = (split_heads(A.project(x, state, name), num_heads) for name in ("query", "key"))
+    q, k, _ = projections(x, state, num_heads)
     return A.scores(q, k, 1.0)
+
+
+SCORE_READINGS: dict[str, dict] = {  # mistakes that change which scores each head sees, not their scale
+    "right": {},
+    "split_without_transpose": dict(split=split_without_transpose),
+    "split_heads_last": dict(split=split_heads_last),
+    "shared_qkv": dict(shared_qkv=True),
+    "weight_not_transposed": dict(linear="weight_not_transposed"),
+    "missing_bias": dict(linear="missing_bias"),
+    "no_projections": dict(no_projections=True),
+}
+
+
+def score_readings(x: torch.Tensor, state: dict[str, torch.Tensor], num_heads: int) -> list[torch.Tensor]:
+    """Unscaled per-head scores q_h k_hᵀ as the right layer and each mistake of `SCORE_READINGS`
+    computes them, (B, H, L, L) each: the scale of the weights is read against every one of them,
+    so that a wrong split or projection does not hide a right scale."""
+    out = []
+    for options in SCORE_READINGS.values():
+        q, k, _ = projections(x, state, num_heads, **options)
+        out.append(A.scores(q, k, 1.0))
+    return out
 
 
 def torch_oracle(
@@ -124,12 +179,12 @@ def torch_oracle(
 
 def variants(
     x: torch.Tensor, state: dict[str, torch.Tensor], num_heads: int
-) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
-    """(output variants, weight variants) of common mistakes, keyed by diagnosis id.
+) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """(output, weights) pairs of common mistakes, keyed by diagnosis id, for `expect.close` with
+    `joint` (an output check is joined by the weights, a weights check by the output: see `swap`).
 
-    A mistake that leaves the weights right (a wrong merge, no output projection) appears only
-    among the outputs; `weights_averaged` is the (B, L, L) mean over heads that
-    `nn.MultiheadAttention` returns by default.
+    `weights_averaged` gives the (B, L, L) mean over heads that `nn.MultiheadAttention` returns
+    by default.
     """
     embed = x.shape[-1]
     head_dim = embed // num_heads
@@ -139,21 +194,28 @@ def variants(
         "divide_by_head_dim": dict(scale=1 / head_dim),
         "softmax_wrong_axis": dict(softmax_dim=-2),
         "softmax_over_heads": dict(softmax_dim=1),
+        "naive_softmax": dict(softmax=A.naive_softmax),
+        "global_max_softmax": dict(softmax=A.global_max_softmax),
         "split_without_transpose": dict(split=split_without_transpose, merge=merge_without_transpose),
         "split_heads_last": dict(split=split_heads_last, merge=merge_heads_last),
+        "merge_interleaved": dict(merge=merge_heads_last),
         "shared_qkv": dict(shared_qkv=True),
         "merge_without_transpose": dict(merge=merge_without_transpose),
         "missing_out_proj": dict(out_proj=False),
+        "out_proj_on_input": dict(out_proj_on_input=True),
+        "weight_not_transposed": dict(linear="weight_not_transposed"),
+        "missing_bias": dict(linear="missing_bias"),
+        "no_projections": dict(no_projections=True),
     }
-    outputs, weights = {}, {}
-    right_w = forward(x, state, num_heads)[1]
-    for diagnosis, options in wrong.items():
-        out, w = forward(x, state, num_heads, **options)
-        outputs[diagnosis] = out
-        if not torch.allclose(w, right_w):
-            weights[diagnosis] = w
-    weights["weights_averaged"] = right_w.mean(1)
-    return outputs, weights
+    out = {diagnosis: forward(x, state, num_heads, **options) for diagnosis, options in wrong.items()}
+    right_out, right_w = forward(x, state, num_heads)
+    out["weights_averaged"] = (right_out, right_w.mean(1))
+    return out
+
+
+def swap(pairs: dict[str, tuple[torch.Tensor, torch.Tensor]]) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """(a, b) pairs as (b, a): `variants` for a check of the weights joined by the output."""
+    return {diagnosis: (b, a) for diagnosis, (a, b) in pairs.items()}
 
 
 def scale_estimator(x: torch.Tensor, state: dict[str, torch.Tensor], num_heads: int):

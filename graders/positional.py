@@ -16,6 +16,8 @@ new positions, so a permuted sequence is `tokens[order]` and undoing it needs th
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from graders import attention as A
@@ -87,6 +89,94 @@ def pair_norms(table: torch.Tensor) -> torch.Tensor:
     t = table.detach().double()
     pairs = t.shape[-1] // 2
     return t[:, 0 : 2 * pairs : 2] ** 2 + t[:, 1 : 2 * pairs : 2] ** 2  # (L, d // 2)
+
+
+def pair_frequencies(table: torch.Tensor, atol: float) -> list[float] | None:
+    """ω_i of each complete pair of columns when the table is PE[pos, 2i] = sin(pos·ω_i),
+    PE[pos, 2i+1] = cos(pos·ω_i) for pos = 0, 1, …; None when it is not.
+
+    ω_i is read off position 1 (atan2 of the pair), so it is known modulo 2π, which is all that
+    integer positions can tell. Any frequency is accepted here: which frequencies are right is the
+    formula's business, and the structure (interleaved sines and cosines sharing one angle,
+    positions counted from 0) is judged on its own.
+    """
+    t = table.detach().double()
+    if t.dim() != 2 or t.shape[0] < 2 or t.shape[1] < 2:
+        return None
+    pos = torch.arange(t.shape[0], dtype=torch.float64)
+    out = []
+    for i in range(t.shape[1] // 2):
+        omega = float(torch.atan2(t[1, 2 * i], t[1, 2 * i + 1]))
+        angles = pos * omega
+        if not (
+            torch.allclose(t[:, 2 * i], torch.sin(angles), rtol=0, atol=atol)
+            and torch.allclose(t[:, 2 * i + 1], torch.cos(angles), rtol=0, atol=atol)
+        ):
+            return None
+        out.append(omega)
+    return out
+
+
+def last_column_is_sine(table: torch.Tensor, atol: float) -> bool:
+    """Is the last column sin(pos·ω) for some ω (the lone sine of an odd d_model)?"""
+    t = table.detach().double()
+    if t.dim() != 2 or t.shape[0] < 2:
+        return False
+    pos = torch.arange(t.shape[0], dtype=torch.float64)
+    first = float(torch.asin(t[1, -1].clamp(-1, 1)))
+    return any(
+        torch.allclose(t[:, -1], torch.sin(pos * omega), rtol=0, atol=atol)
+        for omega in (first, math.pi - first)
+    )
+
+
+def base_of(table: torch.Tensor, atol: float) -> float | None:
+    """b when the table's pairs turn at ω_i = b^(-2i/d_model) for one b (None when they do not)."""
+    omegas = pair_frequencies(table, atol)
+    d_model = table.shape[-1]
+    if omegas is None or len(omegas) < 2 or not all(0 < o < 1 for o in omegas[1:]):
+        return None
+    bases = [o ** (-d_model / (2 * i)) for i, o in enumerate(omegas) if i > 0]
+    return bases[0] if max(bases) - min(bases) < 1e-3 * max(bases) else None
+
+
+def frequency_estimator(d_model: int, atol: float, others: list[torch.Tensor] = ()):
+    """An `expect.close` estimator for a table whose structure is right but whose frequencies are
+    not: names every frequency 1 (an integer division in the exponent); another base than 10000,
+    when the student's tables for the other sizes in `others` show that same base (a frequency term
+    that only looks like another base for one d_model is no base mistake); or else the first pair
+    whose frequency is wrong, with both values."""
+
+    def estimate(got: torch.Tensor):
+        omegas = pair_frequencies(got, atol)
+        if omegas is None:
+            return None
+        wanted = [10000.0 ** (-2 * i / d_model) for i in range(len(omegas))]
+        wrong = [i for i, (o, w) in enumerate(zip(omegas, wanted, strict=True)) if abs(o - w) > 1e-3]
+        if not wrong:
+            return None
+        if all(abs(o - 1.0) < 1e-3 for o in omegas):
+            return "pe_integer_division", {}
+        bases = [base_of(t, atol) for t in (got, *others)]
+        if bases[0] is not None and all(b is not None and abs(b / bases[0] - 1) < 1e-3 for b in bases):
+            return "pe_wrong_base", {"base": f"{bases[0]:.6g}"}
+        i = wrong[0]
+        return "pe_wrong_frequency", {"pair": i, "got": f"{omegas[i]:.6g}", "expected": f"{wanted[i]:.6g}"}
+
+    return estimate
+
+
+def precision_estimator(seq_len: int, d_model: int):
+    """Names a table computed in half precision: right to float16's rounding, not to float64's."""
+
+    def estimate(got: torch.Tensor):
+        if got.dtype not in (torch.float16, torch.bfloat16):
+            return None
+        if torch.allclose(got.double(), sinusoidal(seq_len, d_model), rtol=0, atol=1e-2):
+            return "pe_low_precision", {"dtype": str(got.dtype).replace("torch.", "")}
+        return None
+
+    return estimate
 
 
 # ---------------------------------------------------------------- permutations

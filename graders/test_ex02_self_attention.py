@@ -2,24 +2,38 @@
 
 Shapes are chosen with every dimension different (L ≠ S, d_k ≠ d_v, B ≠ L ≠ E) so that a
 transposition cannot hide, and d_k = 16 so that a wrong scale changes the weights visibly.
+
+Each check judges one thing. Property checks (rows summing to one, finite at large scores,
+gradients, batch independence, determinism) judge the student's own outputs, never their values.
+The layer is graded with the student's own scaled_dot_product_attention (error carried forward):
+its outputs may match the formula or what the student's function gives on the layer's
+projections; where that function cannot answer at all, a correct one takes its place.
 """
 
+import inspect
 import math
 
 import torch
 
 from graders import attention as A
 from graders.harness import Text, check, expect
+from graders.harness.errors import StudentFault
 
 # (q, k, v) shapes: leading batch dims, L ≠ S, d_k ≠ d_v
 SDPA_SHAPES = [((2, 5, 16), (2, 7, 16), (2, 7, 3)), ((3, 2, 4, 16), (3, 2, 6, 16), (3, 2, 6, 5))]
 HIDDEN_SHAPES = [((4, 9), (6, 9), (6, 2)), ((2, 3, 1, 8), (2, 3, 11, 8), (2, 3, 11, 7))]
 LAYERS = ["query", "key", "value"]
+LARGE_SCORE = 2000.0  # raw q·k of the aligned pairs: 2000/√16 = 500 overflows exp() in float32 and float64
 BACKWARD_ERRORS = {"inplace_breaks_backward": r"modified by an inplace operation"}
+KNOWN_ERRORS = {
+    "k_transpose_batched": r"(?s)RuntimeError.*\n.*\b[A-Za-z_]\w*\.T\b",
+    "transposed_in_context": r"(?s)RuntimeError.*\n.*(transpose\(-2, ?-1\)|\.mT|\.T\b)\s*@\s*\w*v",
+}
+CORRECT_SDPA = inspect.getsource(A.scaled_dot_product_attention)
 
 
-def qkv(rng, shapes, spread=1.0):
-    return [torch.randn(s, generator=rng) * spread for s in shapes]
+def qkv(rng, shapes, dtype=torch.float32):
+    return [torch.randn(s, generator=rng, dtype=dtype) for s in shapes]
 
 
 def call_sdpa(student, q, k, v):
@@ -28,18 +42,63 @@ def call_sdpa(student, q, k, v):
     )
 
 
-def student_layer(student, rng, batch, length, embed):
-    """The student's SimpleSelfAttention(embed) in eval mode, loaded with seeded weights, and an input x.
+def large_score_inputs(rng):
+    """q, k, v whose scores reach LARGE_SCORE for every seed: each query but the first is aimed at
+    one key (q = k·T/|k|²), so its score with that key is exactly T; the first query is tiny, so its
+    row's maximum sits hundreds below the largest score (a global-max shift underflows there)."""
+    (q_shape, k_shape, v_shape) = SDPA_SHAPES[0]
+    k = torch.randn(k_shape, generator=rng)
+    v = torch.randn(v_shape, generator=rng)
+    aimed = k[:, : q_shape[1] - 1]  # (B, L-1, d_k)
+    q = aimed * (LARGE_SCORE / (aimed * aimed).sum(-1, keepdim=True))
+    q = torch.cat([1e-3 * torch.randn(q_shape[0], 1, q_shape[2], generator=rng), q], dim=1)  # (B, L, d_k)
+    return q, k, v
+
+
+# ---------------------------------------------------------------- the layer, error carried forward
+
+
+def layer_module(student, x, state):
+    """The student's module to build SimpleSelfAttention from, and the answer of the student's own
+    scaled_dot_product_attention on the layer's projections (None if it cannot give one).
+
+    When that function cannot answer (it raises, or returns no pair of tensors), the layer is taken
+    from the student's module with a correct function in its place: a mistake in part one is
+    charged by part one's checks, not again by every check of the layer.
+    """
+    q, k, v = (A.project(x, state, name).float() for name in LAYERS)
+    try:
+        context, weights = student.scaled_dot_product_attention(q, k, v)
+        if isinstance(context, torch.Tensor) and isinstance(weights, torch.Tensor):
+            return student, (context, weights)
+    except (StudentFault, TypeError, ValueError):
+        pass
+    return expect.with_definitions(student, CORRECT_SDPA, "correct_sdpa"), None
+
+
+def student_layer(student, rng, batch, length, embed, dtype=torch.float32):
+    """The student's SimpleSelfAttention(embed) in eval mode, loaded with seeded weights, an input x
+    and the student's own attention on its projections (see `layer_module`).
 
     Eval mode, as in exercise 4: an nn.Dropout that eval() switches off is fair; randomness that
-    stays on in eval mode is the mistake `randomness_in_forward`.
+    stays on in eval mode is the mistake `randomness_in_forward`. Weights the layer does not have
+    are reported by `layer_structure`; here they are simply not loaded (strict=False).
     """
-    layer = student.SimpleSelfAttention(embed)
     state = A.linear_weights(LAYERS, embed, embed, rng)
-    layer.load_state_dict(state)
-    layer.eval()
     x = torch.randn(batch, length, embed, generator=rng)
-    return layer, state, x
+    module, own = layer_module(student, x, state)
+    layer = module.SimpleSelfAttention(embed)
+    if dtype == torch.float64:
+        layer = layer.double()
+        state = {key: value.double() for key, value in state.items()}
+        x = x.double()
+    layer.load_state_dict(state, strict=False)
+    layer.eval()
+    return layer, state, x, own
+
+
+def run(layer, x, label="SimpleSelfAttention.forward(x)"):
+    return expect.unpack(layer(x), 2, label)
 
 
 def expected_layer(state, x):
@@ -48,34 +107,63 @@ def expected_layer(state, x):
 
 
 def layer_variants(state, x):
-    """Outputs of SimpleSelfAttention as common mistakes compute them: (context, weights) dicts."""
+    """(context, weights) of SimpleSelfAttention as common mistakes compute it, keyed by diagnosis."""
     q, k, v = (A.project(x, state, name) for name in LAYERS)
+    right_c, right_w = A.attention(q, k, v)
+    out = {d: pair for d, pair in A.mistakes(q, k, v).items()}
     shared = A.project(x, state, "query")
-    ctx, weights = A.context_variants(q, k, v), A.weight_variants(q, k, v)
-    ctx["shared_qkv"], weights["shared_qkv"] = A.attention(shared, shared, shared)
-    right = A.attention(q, k, v)[1]  # (B, L, L): with L = S a transposition keeps the shape
-    weights["transposed_weights"] = right.transpose(-2, -1)
-    ctx["transposed_in_context"] = right.transpose(-2, -1) @ v  # wᵀ V
-    return ctx, weights
+    out["shared_qkv"] = A.attention(shared, shared, shared)
+    out["no_projections"] = A.attention(x, x, x)
+    for mistake in ("weight_not_transposed", "missing_bias"):
+        q2, k2, v2 = (A.project(x, state, name, mistake=mistake) for name in LAYERS)
+        out[mistake] = A.attention(q2, k2, v2)
+    out["transposed_weights"] = (right_c, right_w.transpose(-2, -1))  # (B, L, L): the shape hides it
+    return out
+
+
+def compare_layer(layer, state, x, own, evidence=None):
+    """Weights, then context, against the formula or the student's own attention (`own`)."""
+    context, weights = run(layer, x)
+    expected_c, expected_w = expected_layer(state, x)
+    own_c, own_w = own if own is not None else (None, None)
+    variants = layer_variants(state, x)
+    if evidence is not None and isinstance(weights, torch.Tensor) and weights.dim() == 3:
+        evidence.heatmap("weights[0]", weights[0].double(), expected_w[0])
+    joint_c = context if isinstance(context, torch.Tensor) else None
+    joint_w = weights if isinstance(weights, torch.Tensor) else None
+    expect.close(weights, expected_w, "weights", readings=[own_w], joint=joint_c,
+                 variants={d: (w, c) for d, (c, w) in variants.items()})  # fmt: skip
+    expect.close(context, expected_c, "context", readings=[own_c], joint=joint_w, variants=variants)
 
 
 ROWS_TEXT = Text(
-    zh="注意力权重每一行（对所有键）应非负且和为 1；实际行和的范围是 [{low:.4g}, {high:.4g}]。",
-    en="Each row of the attention weights (over the keys) should be non-negative and sum to 1; row sums range over [{low:.4g}, {high:.4g}].",
+    zh="注意力权重每一行（对所有键）应非负且和为 1；实际最小元素为 {low:.4g}，行和的范围是 [{sum_low:.4g}, {sum_high:.4g}]。",
+    en="Each row of the attention weights (over the keys) should be non-negative and sum to 1; the smallest weight is {low:.4g} and row sums range over [{sum_low:.4g}, {sum_high:.4g}].",
 )
 NO_GRAD_TEXT = Text(
     zh="梯度没有传到 `{name}`：前向计算中断了计算图（例如 .detach()、.data、.numpy() 或 .item()）。",
     en="No gradient reaches `{name}`: the forward pass broke the autograd graph (.detach(), .data, .numpy() or .item()).",
 )
+WRONG_GRAD_TEXT = Text(
+    zh="`{name}` 的梯度与你自己的前向计算不一致：沿一个随机方向，前向输出的变化率是 {numeric:.6g}，而你的梯度给出 {autograd:.6g}。计算图中有一部分没有被求导（例如 .detach() 或 .data）。",
+    en="The gradient of `{name}` does not match your own forward pass: along a random direction your forward pass changes at a rate of {numeric:.6g}, your gradient says {autograd:.6g}. Part of the computation is cut off from autograd (.detach() or .data, for example).",
+)
 DETERMINISTIC_TEXT = Text(
-    zh="同一个输入调用两次，输出不一致（最大差 {err:.3g}）：前向计算中不应有随机性。",
-    en="Two calls on the same input disagree (largest difference {err:.3g}): the forward pass must not be random.",
+    zh="eval 模式下同一个输入调用两次，输出不一致（最大差 {err:.3g}）：前向计算不应有随机性。",
+    en="In eval mode, two calls on the same input disagree (largest difference {err:.3g}): the forward pass must not be random.",
 )
 LAYERS_TEXT = Text(
     zh="SimpleSelfAttention({embed}) 应有名为 query、key、value 的 nn.Linear({embed}, {embed}) 层；缺少或不对：{missing}。",
     en="SimpleSelfAttention({embed}) should have nn.Linear({embed}, {embed}) layers named query, key and value; missing or wrong: {missing}.",
 )
-
+NOT_SOFTMAX_TEXT = Text(
+    zh="从你的权重中读不出“先缩放分数、再做 softmax”：它们不是 q·kᵀ 乘以某个系数后的 softmax。",
+    en="Your weights are not a softmax of q·kᵀ times any factor, so no scaling before a softmax can be read off them.",
+)
+SCALE_TEXT = Text(
+    zh="你的分数在 softmax 之前被乘以了 {got_scale}，应为 {expected_scale} = 1/√d_k（d_k = {d_k}）。",
+    en="Your scores were multiplied by {got_scale} before the softmax; expected {expected_scale} = 1/√d_k (d_k = {d_k}).",
+)
 
 # ---------------------------------------------------------------- scaled_dot_product_attention
 
@@ -95,34 +183,50 @@ def test_sdpa_shapes(student, rng):
 def test_sdpa_rows_sum_to_one(student, rng):
     q, k, v = qkv(rng, SDPA_SHAPES[0])
     _, weights = call_sdpa(student, q, k, v)
-    weights = expect.tensor(weights, "weights", (*q.shape[:-1], k.shape[-2]))
+    weights = expect.tensor(weights, "weights")  # its own shape: rows are its last dimension
     sums = weights.double().sum(-1)
-    variants = {name: w.sum(-1) for name, w in A.weight_variants(q, k, v).items()}
-    expect.true(bool((weights >= 0).all()), ROWS_TEXT.format(low=float(sums.min()), high=float(sums.max())))
-    expect.close(sums, torch.ones_like(sums), "weights.sum(-1)", atol=1e-4, variants=variants)
+    text = ROWS_TEXT.format(low=float(weights.min()), sum_low=float(sums.min()), sum_high=float(sums.max()))
+    expect.true(bool((weights >= 0).all()), text)
+    expect.close(
+        sums, torch.ones_like(sums), "weights.sum(-1)", atol=1e-4, variants=A.row_sum_variants(q, k, v)
+    )
 
 
 @check("sdpa_scaling")
 def test_sdpa_scaling(student, rng, evidence):
     q, k, v = qkv(rng, SDPA_SHAPES[0])
-    _, weights = call_sdpa(student, q, k, v)
-    expected = A.attention(q, k, v)[1]
-    if isinstance(weights, torch.Tensor):
-        evidence.heatmap("weights[0]", weights[0].double(), expected[0])
+    context, weights = call_sdpa(student, q, k, v)
+    expected_c, expected_w = A.attention(q, k, v)
+    weights = expect.tensor(weights, "weights", finite=False)
+    if weights.shape == expected_w.shape:
+        evidence.heatmap("weights[0]", weights[0].double(), expected_w[0])
     d_k = q.shape[-1]
-    expect.close(
-        weights, expected, "weights",
-        variants=A.weight_variants(q, k, v),
-        estimators=[A.scale_estimator(A.scores(q, k, 1.0), 1 / math.sqrt(d_k))],
-    )  # fmt: skip
+    joint = context if isinstance(context, torch.Tensor) else None
+    found = A.recovered_scale(weights, A.scores(q, k, 1.0))
+    if found is None:  # not a softmax of scaled scores: name what it is, if it is a known formula
+        expect.close(weights, expected_w, "weights", variants=A.weight_variants(q, k, v), joint=joint,
+                     hint=NOT_SOFTMAX_TEXT)  # fmt: skip
+        return  # the weights are the right ones, though too flat or too peaked to fit a scale to
+    if abs(found * math.sqrt(d_k) - 1) > 1e-3:
+        text = SCALE_TEXT.format(
+            got_scale=f"1/{1 / found:.4g}", expected_scale=f"1/{math.sqrt(d_k):.4g}", d_k=d_k
+        )
+        formula = expect.find_variant(weights, A.weight_variants(q, k, v), 1e-4, 1e-5, joint)  # V scaled, …
+        if formula is not None:
+            expect.fail(text, formula)
+        named = {"no_scaling": 1.0, "divide_by_dk": 1 / d_k}
+        diagnosis, params = A.scale_diagnosis(found, 1 / math.sqrt(d_k), "√d_k", named)
+        expect.fail(text, diagnosis, **params)
 
 
 @check("sdpa_matches_oracle")
 def test_sdpa_matches_oracle(student, rng):
     for shapes in SDPA_SHAPES:
         q, k, v = qkv(rng, shapes)
-        context, _ = call_sdpa(student, q, k, v)
-        expect.close(context, A.attention_oracle(q, k, v), "context", variants=A.context_variants(q, k, v))
+        context, weights = call_sdpa(student, q, k, v)
+        joint = weights if isinstance(weights, torch.Tensor) else None
+        expect.close(context, A.attention_oracle(q, k, v), "context", variants=A.context_variants(q, k, v),
+                     joint=joint, estimators=[A.scale_estimator_via_weights(joint, q, k, v)])  # fmt: skip
 
 
 @check("sdpa_matches_reference")
@@ -131,33 +235,39 @@ def test_sdpa_matches_reference(student, reference, rng):
         q, k, v = qkv(rng, shapes)
         context, weights = call_sdpa(student, q, k, v)
         expected_c, expected_w = reference.scaled_dot_product_attention(q.double(), k.double(), v.double())
-        expect.close(weights, expected_w, "weights", variants=A.weight_variants(q, k, v))
-        expect.close(context, expected_c, "context", variants=A.context_variants(q, k, v))
+        joint_c = context if isinstance(context, torch.Tensor) else None
+        joint_w = weights if isinstance(weights, torch.Tensor) else None
+        raw = A.scores(q, k, 1.0)
+        expect.close(weights, expected_w, "weights", variants=A.weight_variants(q, k, v), joint=joint_c,
+                     estimators=[A.scale_estimator(raw, 1 / math.sqrt(q.shape[-1]))])  # fmt: skip
+        expect.close(context, expected_c, "context", variants=A.context_variants(q, k, v), joint=joint_w)
 
 
 @check("sdpa_large_scores")
 def test_sdpa_large_scores(student, rng):
-    q, k, v = qkv(rng, SDPA_SHAPES[0], spread=12.0)  # scores in the hundreds: exp() overflows float32
+    q, k, v = large_score_inputs(rng)
     context, weights = call_sdpa(student, q, k, v)
-    expected_c, expected_w = A.attention(q, k, v)
-    variants = A.weight_variants(q, k, v)
-    expect.close(weights, expected_w, "weights", rtol=1e-3, atol=1e-4, variants=variants)
-    expect.close(context, expected_c, "context", rtol=1e-3, atol=1e-3, variants=A.context_variants(q, k, v))
+    mistakes = A.mistakes(q, k, v)
+    for name, got, index in (("weights", weights, 1), ("context", context, 0)):
+        expect.finite(expect.tensor(got, name, finite=False), name,
+                      variants={d: pair[index] for d, pair in mistakes.items()})  # fmt: skip
 
 
 @check("sdpa_gradients")
 def test_sdpa_gradients(student, rng):
-    q, k, v = qkv(rng, SDPA_SHAPES[0])
-    g_context = torch.randn(*q.shape[:-1], v.shape[-1], generator=rng)
+    q, k, v = qkv(rng, SDPA_SHAPES[0], torch.float64)
+    context, _ = call_sdpa(student, q, k, v)
+    context = expect.tensor(context, "context", finite=False)
+    g_context = torch.randn(context.shape, generator=rng, dtype=torch.float64)  # their own output's shape
     with expect.known_errors(BACKWARD_ERRORS):
-        result = student.scaled_dot_product_attention._vjp([q, k, v], [0, 1, 2], [g_context, None])
-    q64, k64, v64 = (t.double().requires_grad_() for t in (q, k, v))
-    (A.attention(q64, k64, v64)[0] * g_context.double()).sum().backward()
-    grads = list(zip("qkv", result["input_grads"], (q64.grad, k64.grad, v64.grad), strict=True))
-    for name, got, _ in grads:  # every gradient present before any value is compared
-        expect.true(got is not None, NO_GRAD_TEXT.format(name=name), "no_gradient")
-    for name, got, want in grads:
-        expect.close(got, want, f"{name}.grad", rtol=1e-3, atol=1e-4)
+        result = expect.vjp(student.scaled_dot_product_attention, [q, k, v], [0, 1, 2], [g_context, None])
+
+        def forward(values):
+            return call_sdpa(student, values["q"], values["k"], values["v"])[0]
+
+        grads = dict(zip("qkv", result["input_grads"], strict=True))
+        expect.gradients_match_forward(forward, {"q": q, "k": k, "v": v}, grads, g_context, rng,
+                                       missing=NO_GRAD_TEXT, wrong=WRONG_GRAD_TEXT)  # fmt: skip
 
 
 # ---------------------------------------------------------------- SimpleSelfAttention
@@ -166,7 +276,7 @@ def test_sdpa_gradients(student, rng):
 @check("layer_structure")
 def test_layer_structure(student):
     embed = 6
-    info = student.SimpleSelfAttention(embed)._introspect()
+    info = expect.introspect(student.SimpleSelfAttention(embed))
     params = {name: shape for name, shape, _ in info.get("parameters", [])}
     missing = [
         name for name in LAYERS
@@ -179,73 +289,63 @@ def test_layer_structure(student):
 @check("layer_shapes")
 def test_layer_shapes(student, rng):
     batch, length, embed = 2, 5, 6
-    layer, _, x = student_layer(student, rng, batch, length, embed)
-    context, weights = expect.unpack(layer(x), 2, "SimpleSelfAttention.forward(x)")
-    expect.tensor(context, "context", (batch, length, embed))
-    expect.tensor(weights, "weights", (batch, length, length))
+    layer, _, x, _ = student_layer(student, rng, batch, length, embed)
+    context, weights = run(layer, x)
+    expect.tensor(context, "context", (batch, length, embed), finite=False)
+    expect.tensor(weights, "weights", (batch, length, length), finite=False)
 
 
 @check("layer_matches_oracle")
 def test_layer_matches_oracle(student, rng, evidence):
-    layer, state, x = student_layer(student, rng, 2, 5, 16)
-    context, weights = expect.unpack(layer(x), 2, "SimpleSelfAttention.forward(x)")
-    expected_c, expected_w = expected_layer(state, x)
-    ctx_variants, w_variants = layer_variants(state, x)
-    if isinstance(weights, torch.Tensor):
-        evidence.heatmap("weights[0]", weights[0].double(), expected_w[0])
-    expect.close(weights, expected_w, "weights", variants=w_variants)
-    expect.close(context, expected_c, "context", variants=ctx_variants)
+    layer, state, x, own = student_layer(student, rng, 2, 5, 16)
+    compare_layer(layer, state, x, own, evidence)
 
 
 @check("layer_matches_reference")
 def test_layer_matches_reference(student, reference, rng):
-    layer, state, x = student_layer(student, rng, 3, 4, 10)
-    context, weights = expect.unpack(layer(x), 2, "SimpleSelfAttention.forward(x)")
+    layer, state, x, own = student_layer(student, rng, 3, 4, 10)
+    context, weights = run(layer, x)
     trusted = reference.SimpleSelfAttention(10).double()
     trusted.load_state_dict({k: v.double() for k, v in state.items()})
     with torch.no_grad():
         expected_c, expected_w = trusted(x.double())
-    ctx_variants, w_variants = layer_variants(state, x)
-    expect.close(weights, expected_w, "weights", variants=w_variants)
-    expect.close(context, expected_c, "context", variants=ctx_variants)
+    own_c, own_w = own if own is not None else (None, None)
+    variants = layer_variants(state, x)
+    joint_c = context if isinstance(context, torch.Tensor) else None
+    joint_w = weights if isinstance(weights, torch.Tensor) else None
+    expect.close(weights, expected_w, "weights", readings=[own_w], joint=joint_c,
+                 variants={d: (w, c) for d, (c, w) in variants.items()})  # fmt: skip
+    expect.close(context, expected_c, "context", readings=[own_c], joint=joint_w, variants=variants)
 
 
 @check("layer_batch_independence")
 def test_layer_batch_independence(student, rng):
-    layer, _, x = student_layer(student, rng, 3, 4, 6)
-    together, _ = expect.unpack(layer(x), 2, "SimpleSelfAttention.forward(x)")
-    together = expect.tensor(together, "context", (3, 4, 6))
-    for i in range(x.shape[0]):
-        alone, _ = expect.unpack(layer(x[i : i + 1]), 2, "SimpleSelfAttention.forward(x[i:i+1])")
-        expect.close(together[i : i + 1], expect.tensor(alone, f"context of batch {i} alone", (1, 4, 6)),
-                     f"context[{i}] (batch of 3 vs alone)")  # fmt: skip
+    layer, _, x, _ = student_layer(student, rng, 3, 4, 6)
+    expect.batch_independent(lambda inputs: run(layer, inputs)[0], x, rng, "context")
 
 
 @check("layer_gradients")
 def test_layer_gradients(student, rng):
-    layer, state, x = student_layer(student, rng, 2, 5, 6)
-    g_context = torch.randn(2, 5, 6, generator=rng)
+    layer, state, x, _ = student_layer(student, rng, 2, 5, 6, dtype=torch.float64)
+    context = expect.tensor(run(layer, x)[0], "context", finite=False)
+    g_context = torch.randn(context.shape, generator=rng, dtype=torch.float64)
     with expect.known_errors(BACKWARD_ERRORS):
-        result = layer._vjp([x], [0], [g_context, None])
-    context = expect.unpack(result["outputs"], 2, "SimpleSelfAttention.forward(x)")[0]
-    expect.close(context, expected_layer(state, x)[0], "context", variants=layer_variants(state, x)[0])
-    x64 = x.double().requires_grad_()
-    params = {k: v.double().requires_grad_() for k, v in state.items()}
-    (expected_layer(params, x64)[0] * g_context.double()).sum().backward()
-    grads = {"x": result["input_grads"][0], **result["param_grads"]}
-    wanted = [("x", x64.grad), *((k, p.grad) for k, p in params.items())]
-    for name, _ in wanted:  # every gradient present before any value is compared
-        expect.true(grads.get(name) is not None, NO_GRAD_TEXT.format(name=name), "no_gradient")
-    for name, want in wanted:
-        expect.close(grads[name], want, f"{name}.grad", rtol=1e-3, atol=1e-4)
+        result = expect.vjp(layer, [x], [0], [g_context, None])
+
+        def forward(values):
+            layer.load_state_dict({k: values[k] for k in state}, strict=False)
+            return run(layer, values["x"])[0]
+
+        grads = {"x": result["input_grads"][0], **result["param_grads"]}
+        point = {"x": x, **state}
+        expect.gradients_match_forward(forward, point, grads, g_context, rng,
+                                       missing=NO_GRAD_TEXT, wrong=WRONG_GRAD_TEXT)  # fmt: skip
 
 
 @check("layer_deterministic")
 def test_layer_deterministic(student, rng):
-    layer, state, x = student_layer(student, rng, 2, 5, 6)
-    first, _ = expect.unpack(layer(x), 2, "SimpleSelfAttention.forward(x)")
-    second, _ = expect.unpack(layer(x), 2, "SimpleSelfAttention.forward(x)")
-    first, second = expect.tensor(first, "context", (2, 5, 6)), expect.tensor(second, "context", (2, 5, 6))
-    err = float((first - second).abs().max())
+    layer, _, x, _ = student_layer(student, rng, 2, 5, 6)
+    with expect.fresh_draws(layer):
+        first, second = (expect.tensor(run(layer, x)[0], "context", finite=False) for _ in range(2))
+    err = expect.largest_difference(first, second)
     expect.true(err <= 1e-6, DETERMINISTIC_TEXT.format(err=err), "randomness_in_forward")
-    expect.close(first, expected_layer(state, x)[0], "context")

@@ -6,6 +6,8 @@ nn.MultiheadAttention with the student's weights copied in; the gradients are ch
 float64 formula of graders/multihead.py, which a test proves equal to that oracle.
 """
 
+import math
+
 import torch
 
 from graders import attention as A
@@ -17,24 +19,50 @@ from graders.harness.errors import StudentCodeError
 CONFIGS = [(2, 5, 12, 3), (3, 7, 12, 2)]
 HIDDEN_CONFIGS = [(3, 4, 10, 5), (1, 6, 8, 4)]
 BAD_SPLITS = [(10, 3), (12, 5), (6, 4)]
-FORWARD_ERRORS = {"view_not_contiguous": r"view size is not compatible with input tensor's size and stride"}
-BACKWARD_ERRORS = {**FORWARD_ERRORS, "inplace_breaks_backward": r"modified by an inplace operation"}
+BACKWARD_ERRORS = {"inplace_breaks_backward": r"modified by an inplace operation"}
+KNOWN_ERRORS = {
+    "view_not_contiguous": r"view size is not compatible with input tensor's size and stride",
+    "k_transpose_batched": r"(?s)RuntimeError.*\n.*\b[A-Za-z_]\w*\.T\b",
+}
+LARGE_SCORE = 1000.0  # the largest scaled score of the large-score check: exp() overflows even in float64
 
 
-def student_layer(student, rng, batch, length, embed, heads):
-    """The student's SimpleMultiHeadAttention(embed, heads) in eval mode with seeded weights, and x."""
+def student_layer(student, rng, batch, length, embed, heads, dtype=torch.float32, state=None, x=None):
+    """The student's SimpleMultiHeadAttention(embed, heads) in eval mode with seeded weights (or
+    `state`), and x. Weights the layer does not have are reported by `mha_structure`; here they are
+    simply not loaded (strict=False)."""
     layer = student.SimpleMultiHeadAttention(embed, heads)
-    state = A.linear_weights(M.LAYERS, embed, embed, rng)
-    layer.load_state_dict(state)
+    state = A.linear_weights(M.LAYERS, embed, embed, rng) if state is None else state
+    x = torch.randn(batch, length, embed, generator=rng) if x is None else x
+    if dtype == torch.float64:
+        layer = layer.double()
+        state = {key: value.double() for key, value in state.items()}
+        x = x.double()
+    layer.load_state_dict(state, strict=False)
     layer.eval()
-    x = torch.randn(batch, length, embed, generator=rng)
     return layer, state, x
 
 
 def run(layer, x, name="SimpleMultiHeadAttention.forward(x)"):
-    """(output, weights) of the student's forward, naming known runtime mistakes."""
-    with expect.known_errors(FORWARD_ERRORS):
-        return expect.unpack(layer(x), 2, name)
+    """(output, weights) of the student's forward."""
+    return expect.unpack(layer(x), 2, name)
+
+
+def large_score_inputs(rng, batch, length, embed, heads):
+    """Weights and x whose scaled per-head scores reach exactly LARGE_SCORE, for every seed: the
+    query and key weights are scaled until they do (biases zero), and the first token of each
+    sample is zero, so its query is zero and its row of scores sits LARGE_SCORE below the largest
+    (a softmax shifted by the global maximum underflows to 0/0 there)."""
+    state = A.linear_weights(M.LAYERS, embed, embed, rng)
+    x = torch.randn(batch, length, embed, generator=rng)
+    x[:, 0] = 0.0
+    for name in ("query", "key"):
+        state[f"{name}.bias"] = torch.zeros(embed)
+    largest = float(M.forward(x, state, heads, softmax=lambda s, dim: s)[1].max())  # scaled scores
+    factor = math.sqrt(LARGE_SCORE / largest)
+    for name in ("query", "key"):
+        state[f"{name}.weight"] = state[f"{name}.weight"] * factor
+    return state, x
 
 
 LAYERS_TEXT = Text(
@@ -59,6 +87,23 @@ NO_GRAD_TEXT = Text(
     en="No gradient reaches `{name}`: the forward pass broke the autograd graph"
     " (.detach(), .data, .numpy() or .item()).",
 )
+WRONG_GRAD_TEXT = Text(
+    zh="`{name}` 的梯度与你自己的前向计算不一致：沿一个随机方向，前向输出的变化率是 {numeric:.6g}，"
+    "而你的梯度给出 {autograd:.6g}。计算图中有一部分没有被求导（例如 .detach() 或 .data）。",
+    en="The gradient of `{name}` does not match your own forward pass: along a random direction your"
+    " forward pass changes at a rate of {numeric:.6g}, your gradient says {autograd:.6g}. Part of the"
+    " computation is cut off from autograd (.detach() or .data, for example).",
+)
+NOT_SOFTMAX_TEXT = Text(
+    zh="从你的权重中读不出“先缩放分数、再做 softmax”：它们不是 q·kᵀ 乘以某个系数后的 softmax。",
+    en="Your weights are not a softmax of q·kᵀ times any factor, so no scaling before a softmax"
+    " can be read off them.",
+)
+SCALE_TEXT = Text(
+    zh="每个头的分数在 softmax 之前被乘以了 {got_scale}，应为 {expected_scale} = 1/√d_k（d_k = E/H = {head_dim}）。",
+    en="Each head's scores were multiplied by {got_scale} before the softmax; expected {expected_scale}"
+    " = 1/√d_k (d_k = E/H = {head_dim}).",
+)
 DETERMINISTIC_TEXT = Text(
     zh="eval 模式下同一个输入调用两次，输出不一致（最大差 {err:.3g}）：前向计算不应有随机性。",
     en="In eval mode, two calls on the same input disagree (largest difference {err:.3g}):"
@@ -71,18 +116,19 @@ BUILTIN_TEXT = Text(
 )
 
 
-def compare(layer, state, x, heads, expected_out, expected_w, evidence=None, outputs=None):
-    """Weights first (they name split and scale mistakes), then the output (merge, out_proj).
-
-    `outputs` is the (output, weights) pair when the forward pass already ran (inside `_vjp`).
-    """
-    output, weights = outputs if outputs is not None else run(layer, x)
-    out_variants, w_variants = M.variants(x, state, heads)
+def compare(layer, state, x, heads, expected_out, expected_w, evidence=None):
+    """Weights first (they name split and scale mistakes), then the output (merge, out_proj), each
+    joined by the other as evidence for naming."""
+    output, weights = run(layer, x)
+    pairs = M.variants(x, state, heads)
     if evidence is not None and isinstance(weights, torch.Tensor) and weights.dim() == 4:
-        evidence.heatmap("weights[0, 0]", weights[0, 0].double(), expected_w[0, 0])
-    expect.close(weights, expected_w, "weights", variants=w_variants,
+        for head in range(weights.shape[1]):
+            evidence.heatmap(f"weights[0, {head}]", weights[0, head].double(), expected_w[0, head])
+    joint_out = output if isinstance(output, torch.Tensor) else None
+    joint_w = weights if isinstance(weights, torch.Tensor) else None
+    expect.close(weights, expected_w, "weights", variants=M.swap(pairs), joint=joint_out,
                  estimators=[M.scale_estimator(x, state, heads)])  # fmt: skip
-    expect.close(output, expected_out, "output", variants=out_variants)
+    expect.close(output, expected_out, "output", variants=pairs, joint=joint_w)
 
 
 @check("mha_structure")
@@ -128,10 +174,10 @@ def test_mha_rows_sum_to_one(student, rng):
     batch, length, embed, heads = CONFIGS[0]
     layer, state, x = student_layer(student, rng, batch, length, embed, heads)
     _, weights = run(layer, x)
-    weights = expect.tensor(weights, "weights", (batch, heads, length, length))
+    weights = expect.tensor(weights, "weights")  # its own shape: rows are its last dimension
     expect.true(bool((weights >= 0).all()), ROWS_TEXT.format(low=float(weights.min())))
     sums = weights.double().sum(-1)
-    variants = {name: w.sum(-1) for name, w in M.variants(x, state, heads)[1].items()}
+    variants = {d: w.sum(-1) for d, (_, w) in M.variants(x, state, heads).items()}
     expect.close(sums, torch.ones_like(sums), "weights.sum(-1)", atol=1e-4, variants=variants)
 
 
@@ -139,12 +185,29 @@ def test_mha_rows_sum_to_one(student, rng):
 def test_mha_scaling(student, rng, evidence):
     batch, length, embed, heads = CONFIGS[0]
     layer, state, x = student_layer(student, rng, batch, length, embed, heads)
-    _, weights = run(layer, x)
+    output, weights = run(layer, x)
     expected = M.forward(x, state, heads)[1]
-    if isinstance(weights, torch.Tensor) and weights.dim() == 4:
+    weights = expect.tensor(weights, "weights", finite=False)
+    if weights.shape == expected.shape:
         evidence.heatmap("weights[0, 0]", weights[0, 0].double(), expected[0, 0])
-    expect.close(weights, expected, "weights", variants=M.variants(x, state, heads)[1],
-                 estimators=[M.scale_estimator(x, state, heads)])  # fmt: skip
+    head_dim = embed // heads
+    joint = output if isinstance(output, torch.Tensor) else None
+    found = A.recovered_scale(weights, M.score_readings(x, state, heads))
+    if found is None:  # not a softmax of scaled scores: name what it is, if it is a known formula
+        averaged = expected.mean(1)  # the right weights, averaged over the heads: the scale is right
+        expect.close(weights, expected, "weights", variants=M.swap(M.variants(x, state, heads)), joint=joint,
+                     readings=[averaged], hint=NOT_SOFTMAX_TEXT)  # fmt: skip
+        return  # the weights are the right ones, though too flat or too peaked to fit a scale to
+    if abs(found * math.sqrt(head_dim) - 1) > 1e-3:
+        named = {
+            "no_scaling": 1.0,
+            "scale_sqrt_embed": 1 / math.sqrt(embed),
+            "divide_by_head_dim": 1 / head_dim,
+        }
+        diagnosis, params = A.scale_diagnosis(found, 1 / math.sqrt(head_dim), "√(E/H)", named)
+        text = SCALE_TEXT.format(got_scale=f"1/{1 / found:.4g}", expected_scale=f"1/{math.sqrt(head_dim):.4g}",
+                                 head_dim=head_dim)  # fmt: skip
+        expect.fail(text, diagnosis, **params)
 
 
 @check("mha_matches_oracle")
@@ -170,42 +233,35 @@ def test_mha_matches_reference(student, reference, rng):
 def test_mha_batch_independence(student, rng):
     batch, length, embed, heads = 3, 4, 12, 2
     layer, _, x = student_layer(student, rng, batch, length, embed, heads)
-    together = expect.tensor(run(layer, x)[0], "output", (batch, length, embed))
-    for i in range(batch):
-        alone = run(layer, x[i : i + 1], "SimpleMultiHeadAttention.forward(x[i:i+1])")[0]
-        alone = expect.tensor(alone, f"output of batch {i} alone", (1, length, embed))
-        expect.close(together[i : i + 1], alone, f"output[{i}] (batch of {batch} vs alone)")
+    expect.batch_independent(lambda inputs: run(layer, inputs)[0], x, rng, "output")
 
 
 @check("mha_gradients")
 def test_mha_gradients(student, rng):
     batch, length, embed, heads = CONFIGS[0]
-    layer, state, x = student_layer(student, rng, batch, length, embed, heads)
-    g_out = torch.randn(batch, length, embed, generator=rng)
+    layer, state, x = student_layer(student, rng, batch, length, embed, heads, dtype=torch.float64)
+    output = expect.tensor(run(layer, x)[0], "output", finite=False)
+    g_out = torch.randn(output.shape, generator=rng, dtype=torch.float64)  # their own output's shape
     with expect.known_errors(BACKWARD_ERRORS):
-        result = layer._vjp([x], [0], [g_out, None])
-    outputs = expect.unpack(result["outputs"], 2, "SimpleMultiHeadAttention.forward(x)")
-    compare(layer, state, x, heads, *M.forward(x, state, heads), outputs=outputs)  # a wrong forward first
-    x64 = x.double().requires_grad_()
-    params = {k: v.double().requires_grad_() for k, v in state.items()}
-    (M.forward(x64, params, heads)[0] * g_out.double()).sum().backward()
-    got = {"x": result["input_grads"][0], **result["param_grads"]}
-    want = {"x": x64.grad, **{k: p.grad for k, p in params.items()}}
-    for name in want:  # every gradient present before any value is compared
-        expect.true(got.get(name) is not None, NO_GRAD_TEXT.format(name=name), "no_gradient")
-    for name, expected in want.items():
-        expect.close(got[name], expected, f"{name}.grad", rtol=1e-3, atol=1e-4)
+        result = expect.vjp(layer, [x], [0], [g_out, None])
+
+        def forward(values):
+            layer.load_state_dict({k: values[k] for k in state}, strict=False)
+            return run(layer, values["x"])[0]
+
+        grads = {"x": result["input_grads"][0], **result["param_grads"]}
+        expect.gradients_match_forward(forward, {"x": x, **state}, grads, g_out, rng,
+                                       missing=NO_GRAD_TEXT, wrong=WRONG_GRAD_TEXT)  # fmt: skip
 
 
 @check("mha_deterministic")
 def test_mha_deterministic(student, rng):
     batch, length, embed, heads = CONFIGS[0]
-    layer, state, x = student_layer(student, rng, batch, length, embed, heads)
-    first = expect.tensor(run(layer, x)[0], "output", (batch, length, embed))
-    second = expect.tensor(run(layer, x)[0], "output", (batch, length, embed))
-    err = float((first - second).abs().max())
+    layer, _, x = student_layer(student, rng, batch, length, embed, heads)
+    with expect.fresh_draws(layer):
+        first, second = (expect.tensor(run(layer, x)[0], "output", finite=False) for _ in range(2))
+    err = expect.largest_difference(first, second)
     expect.true(err <= 1e-6, DETERMINISTIC_TEXT.format(err=err), "randomness_in_forward")
-    expect.close(first, M.forward(x, state, heads)[0], "output", variants=M.variants(x, state, heads)[0])
 
 
 @check("mha_no_builtin_attention")
@@ -213,7 +269,20 @@ def test_mha_no_builtin_attention(student, student_source, rng):
     for found, line in M.builtin_attention_uses(student_source)[:1]:
         text = BUILTIN_TEXT.format(found=found, line=line)
         expect.fail(text, "uses_builtin_attention", found=found, line=line)
-    batch, length, embed, heads = CONFIGS[1]  # the points need a working module, not just a clean file
-    layer, state, x = student_layer(student, rng, batch, length, embed, heads)
-    expected_out, expected_w = M.forward(x, state, heads)
-    compare(layer, state, x, heads, expected_out, expected_w)
+    batch, length, embed, heads = CONFIGS[1]  # the point needs a module that runs, whatever it computes
+    layer, _, x = student_layer(student, rng, batch, length, embed, heads)
+    output, weights = run(layer, x)
+    expect.tensor(output, "output", finite=False)
+    expect.tensor(weights, "weights", finite=False)
+
+
+@check("mha_large_scores")
+def test_mha_large_scores(student, rng):
+    batch, length, embed, heads = CONFIGS[0]
+    state, x = large_score_inputs(rng, batch, length, embed, heads)
+    layer, state, x = student_layer(student, rng, batch, length, embed, heads, state=state, x=x)
+    output, weights = run(layer, x)
+    pairs = M.variants(x, state, heads)
+    for name, got, index in (("weights", weights, 1), ("output", output, 0)):
+        expect.finite(expect.tensor(got, name, finite=False), name,
+                      variants={d: pair[index] for d, pair in pairs.items()})  # fmt: skip

@@ -301,6 +301,8 @@ def _verify_stripped(path: Path, text: str, hidden: set[str]) -> None:
 # ---------------------------------------------------------------- `python grade.py build KIND DIR`
 
 Builder = Callable[[Project, Path, "list[str] | None"], list[Path]]
+
+
 def _gradescope_zip(project: Project, dest: Path, only: list[str] | None) -> list[Path]:
     from .lms.gradescope_build import write_gradescope_zip  # builds on write_distribution(..., "autograder")
 

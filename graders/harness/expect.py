@@ -4,12 +4,23 @@ Checks compare in this order: type, dtype, exact shape (never broadcast), finite
 `close` takes the outputs of known wrong variants computed by the grader; when the student's
 output matches one of them instead of the expected one, the failure names that mistake. This is
 the one diagnosis mechanism: checks never chain `if`s to name mistakes.
+
+Three rules keep a score fair (README, "How a score is decided"):
+
+- *A title is a contract*: a property check judges the student's own outputs (`finite`,
+  `gradients_match_forward`, two calls compared with each other), never their values.
+- *Error carried forward*: `close(..., readings=...)` accepts, beside the right answer, the answer
+  that follows from an earlier part as the student wrote it, so one mistake costs its points once.
+- *A diagnosis is shown only when the evidence fits it better than the others*: `find_variant`
+  names the best-fitting variant and nothing when two different mistakes fit equally well; a
+  variant given as a pair is matched against the output *and* the `joint` evidence beside it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from typing import NoReturn
 
 import numpy as np
 import torch
@@ -17,11 +28,12 @@ import torch
 from .errors import CheckFailed, StudentCodeError
 from .i18n import Text, say
 
-Variant = torch.Tensor | Callable[[], torch.Tensor | None] | None
+Variant = torch.Tensor | tuple | Callable[[], "torch.Tensor | tuple | None"] | None
 Estimator = Callable[[torch.Tensor], "tuple[str, dict] | None"]
+AMBIGUOUS = 4.0  # a second mistake fits "as well" when its error is within this factor of the best one's
 
 
-def fail(text: Text, diagnosis: str | None = None, **params) -> None:
+def fail(text: Text, diagnosis: str | None = None, **params) -> NoReturn:
     """Fail the check with `text`; `diagnosis` names a known mistake (declared in the manifest)."""
     raise CheckFailed(text, diagnosis, **params)
 
@@ -61,10 +73,45 @@ def tensor(
         fail(
             say("shape", name=name, expected=tuple(shape), got=tuple(got.shape)), named[0] if named else None
         )
-    if finite and not bool(torch.isfinite(got).all()):
-        bad = (~torch.isfinite(got)).nonzero()
-        fail(say("not_finite", name=name, count=int(bad.shape[0]), index=tuple(bad[0].tolist())))
+    if finite:
+        _require_finite(got, name, {}, 0.0, 0.0)
     return got
+
+
+def finite(
+    got: torch.Tensor,
+    name: str,
+    *,
+    variants: Mapping[str, Variant] | None = None,
+    rtol: float = 1e-3,
+    atol: float = 1e-4,
+) -> torch.Tensor:
+    """Fail unless every entry of `got` (a floating tensor of any shape) is finite; `variants`
+    (NaN matching NaN) name the mistake that put the NaN or inf there."""
+    return _require_finite(got, name, variants or {}, rtol, atol)
+
+
+def _require_finite(got: torch.Tensor, name: str, variants: Mapping[str, Variant], rtol: float, atol: float):
+    bad = ~torch.isfinite(got.detach())
+    if bool(bad.any()):
+        index = bad.nonzero()
+        text = say("not_finite", name=name, count=int(index.shape[0]), index=tuple(index[0].tolist()))
+        fail(text, find_variant(got, variants, rtol, atol))
+    return got
+
+
+def error_ratio(got: torch.Tensor, expected: torch.Tensor, rtol: float, atol: float) -> float:
+    """max |got - expected| / (atol + rtol |expected|) in float64, NaN matching NaN: ≤ 1 is a match,
+    and a smaller ratio is a better fit. Infinite for different shapes."""
+    if tuple(got.shape) != tuple(expected.shape):
+        return float("inf")
+    g, e = got.detach().double(), expected.detach().double()
+    both_nan = torch.isnan(g) & torch.isnan(e)
+    same_inf = torch.isinf(g) & (g == e)
+    diff = torch.where(both_nan | same_inf, torch.zeros_like(g), (g - e).abs())
+    ratio = diff / (atol + rtol * e.abs().nan_to_num(posinf=0.0, neginf=0.0))
+    ratio = ratio.nan_to_num(nan=float("inf"))
+    return float(ratio.max()) if ratio.numel() else 0.0
 
 
 def matches(
@@ -76,13 +123,46 @@ def matches(
     return bool(torch.allclose(got.double(), expected.double(), rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
-def find_variant(got: torch.Tensor, variants: Mapping[str, Variant], rtol: float, atol: float) -> str | None:
-    """The id of the first known wrong variant that `got` matches (NaN matching NaN), or None."""
+def _fit(got: torch.Tensor, value, joint, rtol: float, atol: float) -> float:
+    """How well a variant's value explains `got` (and the `joint` evidence, for a pair)."""
+    if isinstance(value, tuple):
+        if joint is None or len(value) != 2 or not isinstance(joint, torch.Tensor):
+            return float("inf")
+        mine, other = value
+        if not (isinstance(mine, torch.Tensor) and isinstance(other, torch.Tensor)):
+            return float("inf")
+        return max(error_ratio(got, mine, rtol, atol), error_ratio(joint, other, rtol, atol))
+    if isinstance(value, torch.Tensor):
+        return error_ratio(got, value, rtol, atol)
+    return float("inf")
+
+
+def find_variant(
+    got: torch.Tensor,
+    variants: Mapping[str, Variant],
+    rtol: float,
+    atol: float,
+    joint: torch.Tensor | None = None,
+) -> str | None:
+    """The id of the known wrong variant that explains `got` best, or None.
+
+    A variant may be a tensor (compared with `got`), a pair `(value, joint_value)` compared with
+    `got` and `joint` together, or a callable giving either. None when no variant matches, or when
+    a variant of another id fits within a factor `AMBIGUOUS` of the best: the evidence cannot tell
+    those mistakes apart, and naming one of them could mislead.
+    """
+    fits = []
     for diagnosis, variant in variants.items():
         value = variant() if callable(variant) else variant
-        if isinstance(value, torch.Tensor) and matches(got, value, rtol, atol, equal_nan=True):
-            return diagnosis
-    return None
+        ratio = _fit(got, value, joint, rtol, atol)
+        if ratio <= 1.0:
+            fits.append((ratio, diagnosis))
+    if not fits:
+        return None
+    fits.sort()
+    best_ratio, best = fits[0]
+    rivals = [d for r, d in fits[1:] if d != best and r <= AMBIGUOUS * best_ratio + 1e-3]
+    return None if rivals else best
 
 
 def close(
@@ -93,54 +173,108 @@ def close(
     rtol: float = 1e-4,
     atol: float = 1e-5,
     variants: Mapping[str, Variant] | None = None,
-    estimators: list[Estimator] | None = None,
+    estimators: Sequence[Estimator] = (),
+    readings: Sequence[torch.Tensor | None] = (),
+    joint: torch.Tensor | None = None,
     convert: bool = False,
+    reveal: bool = True,
+    hint: Text | None = None,
 ) -> torch.Tensor:
     """Check `got` against `expected`: type, dtype, exact shape, then values (all finite).
 
+    `readings` are further answers that count as right: what an earlier part, as the student wrote
+    it, leads to (error carried forward). The message compares with the reading closest to `got`.
+
     On a mismatch, `variants` (diagnosis id -> the output of that wrong formula, computed by the
-    grader) are tried in order, then `estimators` (functions that infer a continuous mistake, such
-    as a wrong scale, from `got` and return `(diagnosis id, message params)`). A match names the
-    mistake; no match still fails, unnamed.
+    grader; see `find_variant` for pairs matched with `joint`) are tried first, then `estimators`
+    (functions that infer a continuous mistake, such as a wrong scale, from `got` and return
+    `(diagnosis id, message params)`). A match names the mistake; no match still fails, unnamed.
+
+    With `reveal=False` (answers that are the answer, such as hand-computed numbers) the message
+    says which entries are wrong and what they are, never what they should be; `hint` adds a line.
     """
     variants = variants or {}
-    if (
-        isinstance(got, torch.Tensor)
-        and got.is_floating_point()
-        and tuple(got.shape) != tuple(expected.shape)
-    ):
-        diagnosis = find_variant(got, variants, rtol, atol)  # e.g. a transposed output
+    candidates = [expected, *(r for r in readings if isinstance(r, torch.Tensor))]
+    shapes = {tuple(c.shape) for c in candidates}
+    if isinstance(got, torch.Tensor) and got.is_floating_point() and tuple(got.shape) not in shapes:
+        diagnosis = find_variant(got, variants, rtol, atol, joint)  # e.g. a transposed output
         fail(say("shape", name=name, expected=tuple(expected.shape), got=tuple(got.shape)), diagnosis)
-    got = tensor(got, name, tuple(expected.shape), convert=convert, finite=False)
-    if matches(got, expected, rtol, atol):
+    got = tensor(got, name, convert=convert, finite=False)
+    if tuple(got.shape) not in shapes:  # a converted list of another shape
+        fail(say("shape", name=name, expected=tuple(expected.shape), got=tuple(got.shape)))
+    fits = [(error_ratio(got, c, rtol, atol), i) for i, c in enumerate(candidates)]
+    if min(fits)[0] <= 1.0 and bool(torch.isfinite(got).all()):
         return got
-    finite = torch.isfinite(got)
-    if not bool(finite.all()):
-        bad = (~finite).nonzero()
-        text = say("not_finite", name=name, count=int(bad.shape[0]), index=tuple(bad[0].tolist()))
-    else:
-        diff = (got.double() - expected.double()).abs()
-        index = (
-            tuple(int(i) for i in np.unravel_index(int(diff.argmax()), diff.shape)) if diff.numel() else ()
-        )
-        text = say(
-            "values",
-            name=name,
-            err=float(diff.max()),
-            index=index,
-            got=float(got.double()[index]),
-            expected=float(expected.double()[index]),
-        )
-    diagnosis = find_variant(got, variants, rtol, atol)
+    nearest = candidates[min(fits)[1]]
+    text = _mismatch(got, nearest, name, reveal, rtol, atol)
+    if hint is not None:
+        text = text.lines(hint)
+    diagnosis = find_variant(got, variants, rtol, atol, joint)
     if diagnosis:
         fail(text, diagnosis)
-    if bool(finite.all()):
-        for estimate in estimators or []:
+    if bool(torch.isfinite(got).all()):
+        for estimate in estimators:
             found = estimate(got)
             if found:
                 fail(text, found[0], **found[1])
     fail(text)
-    return got  # unreachable; keeps type checkers content
+
+
+def _mismatch(
+    got: torch.Tensor, expected: torch.Tensor, name: str, reveal: bool, rtol: float, atol: float
+) -> Text:
+    """The got/expected sentence for values that differ (or are not finite)."""
+    finite = torch.isfinite(got)
+    if not bool(finite.all()):
+        bad = (~finite).nonzero()
+        return say("not_finite", name=name, count=int(bad.shape[0]), index=tuple(bad[0].tolist()))
+    diff = (got.double() - expected.double()).abs()
+    index = tuple(int(i) for i in np.unravel_index(int(diff.argmax()), diff.shape)) if diff.numel() else ()
+    if reveal:
+        return say(
+            "values", name=name, err=float(diff.max()), index=index,
+            got=float(got.double()[index]), expected=float(expected.double()[index]),
+        )  # fmt: skip
+    wrong = int((diff > atol + rtol * expected.double().abs()).sum())
+    return say(
+        "values_hidden",
+        name=name,
+        count=wrong,
+        total=diff.numel(),
+        index=index,
+        got=float(got.double()[index]),
+    )
+
+
+def largest_difference(first: torch.Tensor, second: torch.Tensor) -> float:
+    """max |first - second| of two outputs of the student's (inf for different shapes or NaNs in
+    different places): how far two calls that should agree are apart."""
+    if first.shape != second.shape or not bool((torch.isnan(first) == torch.isnan(second)).all()):
+        return float("inf")
+    diff = (first.double() - second.double()).abs().nan_to_num(0.0)
+    return float(diff.max()) if diff.numel() else 0.0
+
+
+def batch_independent(
+    forward: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, rng: torch.Generator, name: str
+) -> None:
+    """Changing one element of the batch `x` (dimension 0) changes no other element of the output.
+
+    Judged on the student's own outputs, whatever they are: only their batch dimension must come
+    first. Both calls have the same batch size (and, by default, the same random state), so an
+    output that depends on the batch size or on randomness is not mistaken for elements mixing.
+    """
+    base = tensor(forward(x), name, finite=False)
+    if base.dim() == 0 or base.shape[0] != x.shape[0]:
+        fail(say("batch_first", name=name, batch=x.shape[0], shape=tuple(base.shape)))
+    for changed in (0, x.shape[0] - 1):
+        moved_x = x.clone()
+        moved_x[changed] = torch.randn(x.shape[1:], generator=rng, dtype=x.dtype)
+        moved = tensor(forward(moved_x), name, tuple(base.shape), finite=False)
+        others = [i for i in range(x.shape[0]) if i != changed]
+        err = largest_difference(moved[others], base[others])
+        bound = 1e-5 * max(1.0, float(base.detach().abs().nan_to_num(0.0).max()))
+        true(err <= bound, say("batch_mixed", name=name, changed=changed, err=err))
 
 
 def unpack(got, count: int, name: str) -> tuple:
@@ -155,8 +289,10 @@ def known_errors(patterns: Mapping[str, str]) -> Iterator[None]:
     """Name a known mistake from the exception the student's code raised inside the block.
 
     `patterns` maps diagnosis ids to regular expressions searched in "<type>: <message>" of the
-    exception (e.g. autograd's "modified by an inplace operation"); the first match names the
-    mistake. The check still fails as the student's exception, with their traceback.
+    exception, followed on the next line by the student's line that raised it (e.g. autograd's
+    "modified by an inplace operation"); the first match names the mistake. The check still fails
+    as the student's exception, with their traceback. A grader module's `KNOWN_ERRORS` dict does
+    the same for every check of that module.
     """
     try:
         yield
@@ -170,3 +306,92 @@ def true(condition: bool, text: Text, diagnosis: str | None = None, **params) ->
     """Fail with `text` unless `condition` holds."""
     if not condition:
         fail(text, diagnosis, **params)
+
+
+# ---------------------------------------------------------------- calls into the submission
+
+
+def introspect(obj) -> dict:
+    """What the worker can tell about one of the submission's objects without running its code:
+    its class, and for an nn.Module its parameters `[name, shape, requires_grad]`, buffers,
+    submodules and training flag."""
+    return obj._introspect()
+
+
+def vjp(fn, args: Sequence, grad_args: Sequence[int], cotangents: Sequence) -> dict:
+    """Call the submission's `fn(*args)` with `args[i]` requiring grad for i in `grad_args` and
+    backpropagate sum(output_j · cotangents[j]) (None skips an output). Returns `outputs`,
+    `input_grads` (one per `grad_args`, None where no gradient arrived), `param_grads` (name ->
+    gradient, for an nn.Module or its bound method) and `backward_ran`."""
+    return fn._vjp(list(args), list(grad_args), list(cotangents))
+
+
+@contextmanager
+def fresh_draws(obj) -> Iterator[None]:
+    """Inside the block, calls into the submission continue its random state instead of starting
+    each from the same one (the default, so that a random forward pass repeats and only a check
+    about randomness sees it). `obj` is the `student` module or an object of it."""
+    session = obj._session
+    before, session.reseed = session.reseed, False
+    try:
+        yield
+    finally:
+        session.reseed = before
+
+
+def with_definitions(student, source: str, tag: str):
+    """The student's module with trusted `source` appended (e.g. a correct version of one function),
+    as a module of its own in the same sandbox: a later part is then graded as the student wrote it
+    even where an earlier part it calls cannot answer (error carried forward). The student's own
+    module is untouched; `tag` names the variant (one module per tag)."""
+    return student._session.derive(student._slot.name, source.encode(), tag)
+
+
+def gradients_match_forward(
+    forward: Callable[[dict[str, torch.Tensor]], torch.Tensor],
+    point: Mapping[str, torch.Tensor],
+    grads: Mapping[str, torch.Tensor | None],
+    cotangent: torch.Tensor,
+    rng: torch.Generator,
+    *,
+    missing: Text,
+    wrong: Text,
+    diagnosis: str | None = "no_gradient",
+) -> None:
+    """The student's gradients are the derivatives of the student's own forward pass.
+
+    `forward(values)` runs the submission at `values` (a dict like `point`) and returns the output
+    that `cotangent` weighs; `grads` holds the gradient the submission's autograd gave for each
+    name at `point` (None where none arrived: zero, which is right for a tensor the forward pass
+    does not use). For each name, along one random direction u, the central difference of
+    <cotangent, forward> must equal <grad, u>: else `missing` when no gradient arrived, `wrong`
+    (with {name}, {numeric}, {autograd}) when a wrong one did (part of the graph cut off), both
+    named `diagnosis`. Judging
+    against the student's own forward pass means a wrong forward pass costs nothing here: only a
+    broken graph does.
+    Inputs in float64 give differences exact to ~1e-9; a forward pass that computes in float32
+    anyway gets a step and a tolerance that suit float32.
+    """
+    for name, value in point.items():
+        given = grads.get(name)
+        grad = torch.zeros_like(value) if given is None else tensor(given, f"{name}.grad", tuple(value.shape))
+        direction = torch.randn(value.shape, generator=rng, dtype=torch.float64)
+        direction /= direction.norm().clamp_min(1e-12)
+        scale = float(value.detach().double().abs().max().clamp_min(1.0))
+
+        def along(step: float, name=name, value=value, direction=direction) -> tuple[float, torch.dtype]:
+            moved = dict(point, **{name: (value.double() + step * direction).to(value.dtype)})
+            out = tensor(forward(moved), "output", tuple(cotangent.shape), finite=False)
+            return float((out.double() * cotangent.double()).sum()), out.dtype
+
+        step = 1e-5 * scale if value.dtype == torch.float64 else 3e-3 * scale
+        plus, dtype = along(step)
+        minus, _ = along(-step)
+        numeric = (plus - minus) / (2 * step)
+        autograd = float((grad.double() * direction).sum())
+        rtol, atol = (1e-5, 1e-7) if dtype == torch.float64 and value.dtype == torch.float64 else (2e-2, 2e-4)
+        size = float(cotangent.double().abs().sum()) * atol
+        if abs(numeric - autograd) > rtol * max(abs(numeric), abs(autograd)) + size:
+            if given is None:  # nothing arrived, yet the output depends on it: the graph is cut
+                fail(missing.format(name=name), diagnosis)
+            fail(wrong.format(name=name, numeric=numeric, autograd=autograd), diagnosis)

@@ -62,6 +62,18 @@ CATALOG: dict[str, dict[str, str]] = {
         "zh": "`{name}` 的数值不对：最大误差 {err:.3g}，位置 {index}：得到 {got:.6g}，应为 {expected:.6g}。",
         "en": "`{name}` has wrong values: largest error {err:.3g} at {index}: got {got:.6g}, expected {expected:.6g}.",
     },
+    "values_hidden": {
+        "zh": "`{name}` 中有 {count} 个（共 {total} 个）元素不对，例如位置 {index} 的 {got:.4g}。",
+        "en": "`{name}` has {count} wrong entries out of {total}, for example {got:.4g} at {index}.",
+    },
+    "batch_first": {
+        "zh": "`{name}` 的第一维应是批次（{batch}），实际形状为 {shape}，无法比较各个样本。",
+        "en": "`{name}` should have the batch ({batch}) as its first dimension; its shape is {shape}, so batch elements cannot be compared.",
+    },
+    "batch_mixed": {
+        "zh": "只改变了批次中第 {changed} 个样本的输入，其他样本的 `{name}` 也变了（最大变化 {err:.3g}）：批次中的样本互相影响了。",
+        "en": "Changing only batch element {changed} of the input changed `{name}` of other elements too (by up to {err:.3g}): batch elements affect each other.",
+    },
     "student_exception": {
         "zh": "你的代码抛出了异常 {type}: {message}",
         "en": "Your code raised {type}: {message}",

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .i18n import Lang, Text
+from .i18n import Lang, Text, say
 
 Status = Literal["passed", "failed", "error", "timeout", "not_implemented"]
 Visibility = Literal["visible", "hidden"]
@@ -93,9 +93,25 @@ class CheckResult(_Strict):
     message: str = Field("", description="feedback: what was expected and what came back")
     diagnosis: str | None = Field(None, description="id of the recognised mistake, if any")
     diagnosis_message: str | None = Field(None, description="the mistake in plain words")
+    section: str | None = Field(None, description="the statement's section that explains the mistake")
     visibility: Visibility = "visible"
     student_traceback: str = ""
     heatmaps: list[Heatmap] = Field(default_factory=list)
+
+    def diagnosis_sentence(self, lang: Lang) -> str:
+        """The diagnosis and where the statement explains it, as one line of plain text."""
+        see = say("see_statement", section=self.section)(lang) if self.section else ""
+        return " ".join(part for part in (self.diagnosis_message or "", see) if part)
+
+
+class Cause(_Strict):
+    """One recognised mistake and every check it failed: reports show it once, with its fix."""
+
+    diagnosis: str = Field(description="id of the mistake (a diagnosis of the exercise)")
+    message: str = Field(description="the mistake in plain words")
+    section: str | None = Field(None, description="the statement's section that explains it")
+    checks: list[str] = Field(description="ids of the checks it failed, in report order")
+    points: float = Field(description="points those checks lost")
 
 
 class ExerciseResult(_Strict):
@@ -104,6 +120,9 @@ class ExerciseResult(_Strict):
     score: float
     max_score: float
     checks: list[CheckResult]
+    causes: list[Cause] = Field(
+        default_factory=list, description="the recognised mistakes behind the failed checks, one entry each"
+    )
     output: str = Field("", description="what the student's code printed (capped)")
     output_dropped: int = Field(0, description="bytes of output dropped over the cap")
 

@@ -7,8 +7,10 @@
     description = "scores not divided by √d_k"
     expect = { sdpa_scaling = "no_scaling", sdpa_matches_oracle = "no_scaling" }
 
-`expect` maps each check the mutant must fail to the diagnosis it must get ("" where the mistake
-cannot be named but must still lose the points).
+`expect` lists *exactly* the checks the mutant fails: each one maps to the diagnosis it must get
+("" where the mistake cannot be named but must still lose the points). A mutant that fails any
+other check shows a check whose title holds losing points, and `validate` rejects it: a check
+fails only when its title is false, and one mistake costs only the checks it makes false.
 """
 
 from __future__ import annotations
@@ -70,7 +72,8 @@ def load_mutants(project: Project, exercise_id: str) -> list[Mutant]:
 
 
 def mutant_problems(mutant: Mutant, report: Report) -> list[str]:
-    """Why a graded mutant does not meet its declaration (empty when it is caught and named)."""
+    """Why a graded mutant does not meet its declaration (empty when it fails exactly the declared
+    checks, each with its declared diagnosis)."""
     exercise = next(e for e in report.exercises if e.id == mutant.exercise)
     checks = {c.id: c for c in exercise.checks}
     problems = []
@@ -88,4 +91,16 @@ def mutant_problems(mutant: Mutant, report: Report) -> list[str]:
             problems.append(
                 f"{check_id}: diagnosis {result.diagnosis!r}, expected {diagnosis!r} ({result.message})"
             )
+    for check in exercise.checks:
+        if check.status != "passed" and check.id not in mutant.spec.expect:
+            problems.append(
+                f"{check.id}: failed ({check.status}, diagnosis {check.diagnosis!r}) but is not declared:"
+                f" does its title hold for this mistake? ({check.message})"
+            )
     return problems
+
+
+def failing_checks(report: Report, exercise_id: str) -> dict[str, str]:
+    """check id -> "<status>:<diagnosis>" for every check of `exercise_id` that did not pass."""
+    exercise = next(e for e in report.exercises if e.id == exercise_id)
+    return {c.id: f"{c.status}:{c.diagnosis or ''}" for c in exercise.checks if c.status != "passed"}

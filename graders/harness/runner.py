@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from .i18n import Lang, Text, say
-from .models import CheckResult, ExerciseManifest, ExerciseResult, Report
+from .models import Cause, CheckResult, ExerciseManifest, ExerciseResult, Report
 from .plugin import GradingContext, GradingPlugin, Outcome, python_path_guard
 from .project import Project
 from .sandbox.client import SandboxPool, weakest_level
@@ -30,7 +30,7 @@ def new_seed() -> int:
 
 def render_check(manifest: ExerciseManifest, check_id: str, outcome: Outcome, lang: Lang) -> CheckResult:
     spec = manifest.check(check_id)
-    diagnosis_message = None
+    diagnosis_message = section = None
     if outcome.diagnosis:
         diag = manifest.diagnoses.get(outcome.diagnosis)
         if diag is None:
@@ -43,9 +43,8 @@ def render_check(manifest: ExerciseManifest, check_id: str, outcome: Outcome, la
                 text = diag.message.format(**outcome.diagnosis_params)
             except (KeyError, IndexError, ValueError):
                 text = diag.message
-            if diag.section is not None:
-                text = text + say("see_statement", section=diag.section(lang))
             diagnosis_message = text(lang)
+            section = diag.section(lang) if diag.section is not None else None
     passed = outcome.status == "passed"
     return CheckResult(
         id=spec.id,
@@ -56,6 +55,7 @@ def render_check(manifest: ExerciseManifest, check_id: str, outcome: Outcome, la
         message=outcome.text(lang) if outcome.text else "",
         diagnosis=outcome.diagnosis if diagnosis_message else None,
         diagnosis_message=diagnosis_message,
+        section=section,
         visibility=spec.visibility,
         student_traceback=outcome.traceback,
         heatmaps=outcome.heatmaps,
@@ -214,6 +214,24 @@ class _FeedLoop:
         return True
 
 
+def causes_of(checks: list[CheckResult]) -> list[Cause]:
+    """The failed checks grouped by their diagnosis, in the order the first of each appears."""
+    groups: dict[str, list[CheckResult]] = {}
+    for check in checks:
+        if check.status != "passed" and check.diagnosis:
+            groups.setdefault(check.diagnosis, []).append(check)
+    return [
+        Cause(
+            diagnosis=diagnosis,
+            message=group[0].diagnosis_message or "",
+            section=group[0].section,
+            checks=[c.id for c in group],
+            points=sum(c.max_score - c.score for c in group),
+        )  # fmt: skip
+        for diagnosis, group in groups.items()
+    ]
+
+
 def build_report(
     ctx: GradingContext, plugin: GradingPlugin, manifests: list[ExerciseManifest], lang: Lang
 ) -> Report:
@@ -239,6 +257,7 @@ def build_report(
                 score=sum(c.score for c in checks),
                 max_score=sum(c.max_score for c in checks),
                 checks=checks,
+                causes=causes_of(checks),
                 output=printed,
                 output_dropped=dropped,
             )

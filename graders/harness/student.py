@@ -114,6 +114,9 @@ class ModuleSlot:
     seed: int
     call_seconds: float
     source: bytes | None = None
+    label: str = ""  # what its printed output is filed under (its own name, or the module it derives from)
+    base: ModuleSlot | None = None  # the module whose source this one extends (`derive`)
+    suffix: bytes = b""
     load_error: StudentFault | None = None
     generation: int = 0  # the worker generation it is loaded in; 0: none
     objects: dict[str, RemoteObject] = field(default_factory=dict)  # module attributes read, see below
@@ -139,6 +142,9 @@ class StudentSession:
         self.protections: list[str] = []
         self.slots: dict[str, ModuleSlot] = {}
         self._outputs: list[CapturedOutput] = []  # of the workers already retired
+        # Every call starts from the module's random state (torch, numpy, random), so that a random
+        # forward pass repeats: randomness is judged where a check asks for fresh draws (`fresh_draws`).
+        self.reseed = True
 
     def add(self, name: str, path: Path, seed: int, call_seconds: float | None = None) -> ModuleSlot:
         """Declare the module `name` (file `path`); `call_seconds` is capped by the pool's limit."""
@@ -149,6 +155,19 @@ class StudentSession:
 
     def module(self, name: str) -> StudentModule:
         return StudentModule(self, self.slots[name])
+
+    def derive(self, name: str, suffix: bytes, tag: str) -> StudentModule:
+        """Module `name` with `suffix` (trusted source) appended, loaded as a module of its own:
+        definitions in `suffix` replace the student's under the same names, while line numbers,
+        printed output and every limit stay those of the student's module."""
+        base = self.slots[name]
+        derived = f"{name}__{tag}"
+        if derived not in self.slots:
+            self.slots[derived] = ModuleSlot(
+                derived, base.path, base.seed, base.call_seconds, label=base.label or name, base=base,
+                suffix=suffix,
+            )  # fmt: skip
+        return StudentModule(self, self.slots[derived])
 
     def current(self, slot: ModuleSlot) -> bool:
         """Is `slot`'s module loaded in a worker that is still alive?"""
@@ -162,7 +181,11 @@ class StudentSession:
             raise slot.load_error
         if slot.source is None:
             try:
-                slot.source = read_submission_file(slot.path)
+                if slot.base is not None:  # the student's file first: its own problems are reported as such
+                    self._ensure(slot.base)
+                    slot.source = slot.base.source + b"\n\n" + slot.suffix
+                else:
+                    slot.source = read_submission_file(slot.path)
             except SubmissionFileError as exc:
                 slot.load_error = exc
                 raise
@@ -216,7 +239,9 @@ class StudentSession:
     def where(self, frames) -> str:
         """ "file, line N: code" for the innermost frame of the student's own files that the grader
         holds the source of (the code line is read from those bytes here, not from the worker)."""
-        sources = {slot.path.name: slot.source for slot in self.slots.values() if slot.source is not None}
+        sources = {
+            s.path.name: s.source for s in self.slots.values() if s.source is not None and s.base is None
+        }
         for frame in reversed(frames if isinstance(frames, list) else []):
             if not (isinstance(frame, list) and len(frame) == 3 and type(frame[1]) is int):
                 continue
@@ -248,8 +273,9 @@ class StudentSession:
     def _exchange(self, slot: ModuleSlot, header: dict, buffers: list[bytes] = ()) -> dict:
         worker = self.worker
         assert worker is not None
-        if worker.output.label != slot.name:
-            worker.label_output(slot.name)
+        label = slot.label or slot.name
+        if worker.output.label != label:
+            worker.label_output(label)
         timeout = slot.call_seconds
         try:
             reply, bufs = worker.request_raw(header, timeout, list(buffers))
@@ -292,6 +318,8 @@ class StudentSession:
         target = {"$module": slot.name} if obj is None else obj._target()
         buffers: list[bytes] = []
         header = {"op": op, "target": target}
+        if self.reseed and op in ("call", "vjp"):
+            header["seed"] = slot.seed
         for key, value in fields.items():
             header[key] = wire.encode_value(value, buffers, self._handle_of)
         reply = self._exchange(slot, header, buffers)

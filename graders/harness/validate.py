@@ -10,8 +10,11 @@ For each exercise (one shared `SandboxPool` for the whole run):
   `reference` fixture (the student build ships visible checks without the reference); every title,
   diagnosis message and section has non-empty zh and en, with the same `{placeholders}`.
 - graded: the reference scores full marks under every seed; the untouched stub passes no check and
-  causes no grader error; every mutant in `tests/mutants/<id>/` loses the points it declares with
-  the diagnosis it declares (`mutants.mutant_problems`).
+  causes no grader error; every mutant in `tests/mutants/<id>/` fails exactly the checks it
+  declares, each with the diagnosis it declares (`mutants.mutant_problems`): a mutant that fails a
+  check it does not declare shows a check whose title holds losing points. Stub and mutants are
+  graded under every seed, and any difference between seeds (score, failing checks, diagnoses) is a
+  problem: the same code gets the same score on every seed.
 - coverage: every diagnosis the manifest declares is produced by at least one mutant. This is a
   FAILURE, not a warning: a diagnosis no mutant produces is feedback nobody has seen work, and
   the instructor must either add the mutant or drop the diagnosis.
@@ -19,7 +22,8 @@ For each exercise (one shared `SandboxPool` for the whole run):
   statement in that language; a zh text without a Chinese character; an exercise without mutants.
 
 It prints one row per exercise (reference score, the minimum over seeds; stub score; mutants
-caught / total; mutants named / total; status), then one line per problem, then the totals.
+caught / total; mutants named / total; the most points any single mutant loses, with its name;
+status), then one line per problem, then the totals.
 Exit status: 0 when every exercise is fair, 1 when any problem was found, 2 for bad usage.
 """
 
@@ -37,7 +41,7 @@ from pathlib import Path
 
 from .i18n import LANGS, Lang, Text
 from .models import ExerciseManifest, Report
-from .mutants import Mutant, load_mutants, mutant_problems, mutants_dir
+from .mutants import Mutant, failing_checks, load_mutants, mutant_problems, mutants_dir
 from .project import ManifestError, Project
 from .scaffold import EXAMPLE_CHECK, SCAFFOLD_MARKER
 
@@ -122,14 +126,26 @@ MESSAGES: dict[str, Text] = {
         en="no mutants in {folder}, so no declared diagnosis is proven: {diagnoses}",
     ),
     "no_mutants": Text(zh="{folder} 中没有变异体", en="no mutants in {folder}"),
+    "seed_dependent": Text(
+        zh="{what}：不同的随机种子给出不同的结果：{differences}",
+        en="{what}: the result depends on the seed: {differences}",
+    ),
     "grading_crashed": Text(
         zh="{what}：评分过程崩溃：{type}: {message}", en="{what}: grading crashed: {type}: {message}"
     ),
 }
 
 HEADERS = {
-    "zh": ("练习", "参考答案", "模板", "变异体被抓到", "变异体被正确命名", "状态"),
-    "en": ("exercise", "reference", "stub", "mutants caught", "mutants named", "status"),
+    "zh": ("练习", "参考答案", "模板", "变异体被抓到", "变异体被正确命名", "单个错误最多扣分", "状态"),
+    "en": (
+        "exercise",
+        "reference",
+        "stub",
+        "mutants caught",
+        "mutants named",
+        "worst single mistake",
+        "status",
+    ),
 }
 TOTAL = Text(
     zh="合计：{count} 个练习，{failed} 个不合格；"
@@ -158,6 +174,8 @@ class ExerciseVerdict:
     unparsable: bool = False  # the grader, stub or reference does not parse
     unimplemented: set[str] = field(default_factory=set)  # checks no test implements (reported once)
     warnings: list[Text] = field(default_factory=list)
+    worst_loss: float | None = None  # the most points one mutant loses
+    worst_mutant: str = ""
 
     @property
     def ok(self) -> bool:
@@ -399,9 +417,9 @@ def graded_checks(
         )
     verdict.reference_score = min(reference_scores) if reference_scores else None
 
-    report = _safe_grade(grade_file, project.template_path(eid), seeds[0], "stub", verdict)
-    if report is not None:
-        (result,) = report.exercises
+    reports = _graded_under_seeds(grade_file, project.template_path(eid), seeds, "stub", eid, verdict)
+    if reports:
+        (result,) = reports[0].exercises
         verdict.stub_score = result.score
         for c in result.checks:
             if c.id in verdict.unimplemented:
@@ -427,11 +445,15 @@ def graded_checks(
                 verdict.problems.append(
                     msg("mutant_unknown_diagnosis", name=mutant.name, diagnosis=diagnosis)
                 )
-        report = _safe_grade(grade_file, mutant.source, seeds[0], f"mutant {mutant.name}", verdict)
-        if report is None:
+        reports = _graded_under_seeds(grade_file, mutant.source, seeds, f"mutant {mutant.name}", eid, verdict)
+        if not reports:
             continue
+        report = reports[0]
         (result,) = report.exercises
         produced |= {c.diagnosis for c in result.checks if c.diagnosis}
+        loss = result.max_score - result.score
+        if verdict.worst_loss is None or loss > verdict.worst_loss:
+            verdict.worst_loss, verdict.worst_mutant = loss, mutant.name
         if mutant_caught(mutant, report):
             verdict.mutants_caught += 1
         problems = mutant_problems(mutant, report)
@@ -444,6 +466,29 @@ def graded_checks(
     else:
         for diagnosis in unexercised:
             verdict.problems.append(msg("diagnosis_unexercised", diagnosis=diagnosis, folder=folder))
+
+
+def _graded_under_seeds(
+    grade_file: Grader, source: Path, seeds: list[int], what: str, eid: str, verdict: ExerciseVerdict
+) -> list[Report]:
+    """`source` graded under every seed (first seed first); a problem when the results differ."""
+    reports = [r for seed in seeds if (r := _safe_grade(grade_file, source, seed, what, verdict)) is not None]
+    if len(reports) < 2:
+        return reports
+    first = failing_checks(reports[0], eid)
+    differences = []
+    for seed, report in zip(seeds[1:], reports[1:], strict=False):
+        other = failing_checks(report, eid)
+        changed = sorted(c for c in first.keys() | other.keys() if first.get(c) != other.get(c))
+        if changed or report.score != reports[0].score:
+            shown = "; ".join(f"{c} {first.get(c, 'passed')} → {other.get(c, 'passed')}" for c in changed)
+            differences.append(
+                f"seed {seeds[0]} scores {reports[0].score:g}, seed {seed} scores {report.score:g}"
+                + (f" ({shown})" if shown else "")
+            )
+    if differences:
+        verdict.problems.append(msg("seed_dependent", what=what, differences=" | ".join(differences)))
+    return reports
 
 
 def mutant_caught(mutant: Mutant, report: Report) -> bool:
@@ -556,6 +601,7 @@ def _ratio(part: int, whole: int) -> str:
 def render_table(verdicts: list[ExerciseVerdict], lang: Lang) -> str:
     rows = [HEADERS[lang]]
     for v in verdicts:
+        worst = f"-{v.worst_loss:g} ({v.worst_mutant})" if v.worst_loss is not None else "-"
         rows.append(
             (
                 v.id,
@@ -563,6 +609,7 @@ def render_table(verdicts: list[ExerciseVerdict], lang: Lang) -> str:
                 _score(v.stub_score, v.max_score),
                 _ratio(v.mutants_caught, v.mutants_total),
                 _ratio(v.mutants_named, v.mutants_total),
+                worst,
                 v.status,
             )
         )

@@ -24,7 +24,7 @@ def check_output(check: CheckResult, lang: str) -> str:
     """Feedback for one check: the got/expected message, the named mistake, where the code failed."""
     parts = [check.message] if check.message else []
     if check.diagnosis_message:
-        parts.append(f"{say('diagnosis_prefix')(lang)} {check.diagnosis_message}")
+        parts.append(f"{say('diagnosis_prefix')(lang)} {check.diagnosis_sentence(lang)}")
     if check.student_traceback:
         parts.append(check.student_traceback.rstrip())
     return "\n\n".join(parts)

@@ -36,7 +36,9 @@ def results(result: SubmissionResult) -> dict:
         for check in exercise.checks:
             message = check.message
             if check.diagnosis_message:
-                message = f"{message}\n{say('diagnosis_prefix')(lang)} {check.diagnosis_message}".strip()
+                message = (
+                    f"{message}\n{say('diagnosis_prefix')(lang)} {check.diagnosis_sentence(lang)}".strip()
+                )
             tests.append(
                 {
                     "name": f"{exercise.id}/{check.id}",

@@ -16,10 +16,12 @@ from __future__ import annotations
 import builtins
 import importlib
 import importlib.machinery
+import random
 import sys
 import traceback
 import types
 
+import numpy as np
 import torch
 
 from . import isolation, wire
@@ -116,10 +118,20 @@ class Worker:
     def op_hasattr(self, req, bufs):
         return {"ok": True, "value": hasattr(self._target(req["target"]), req["name"])}
 
+    @staticmethod
+    def _reseed(req) -> None:
+        """Start a call from a given random state (`seed` in the request), so that calls repeat."""
+        seed = req.get("seed")
+        if type(seed) is int:
+            torch.manual_seed(seed)
+            random.seed(seed)
+            np.random.seed(seed % 2**32)
+
     def op_call(self, req, bufs):
         fn = self._target(req["target"])
         args = wire.decode_value(req["args"], bufs, self._resolve)
         kwargs = wire.decode_value(req["kwargs"], bufs, self._resolve)
+        self._reseed(req)
         value = fn(*args, **kwargs)
         out: list[bytes] = []
         return {"ok": True, "value": self._encode(value, out)}, out
@@ -135,6 +147,7 @@ class Worker:
         params = dict(module.named_parameters()) if isinstance(module, torch.nn.Module) else {}
         for p in params.values():
             p.grad = None
+        self._reseed(req)
         outputs = fn(*args)
         leaves = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
         loss = None
