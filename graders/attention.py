@@ -66,7 +66,12 @@ def mistakes(q, k, v) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
         "scaled_values": (plain @ v64 / math.sqrt(d_k), plain),  # V divided by √d_k instead of the scores
         "naive_softmax": (naive @ v64, naive),
         "global_max_softmax": (shifted @ v64, shifted),
+        "softmax_implicit_dim": attention(q, k, v, softmax_dim=0 if q.dim() in (0, 1, 3) else 1),
+        "context_from_keys": (right_w @ k.double(), right_w),
     }
+    causal = torch.ones(right_w.shape[-2:], dtype=torch.bool).tril()  # (L, S): query i sees keys ≤ i
+    masked = torch.softmax(scores(q, k).masked_fill(~causal, float("-inf")), dim=-1)
+    out["unwanted_mask"] = (masked @ v64, masked)
     if right_w.shape[-1] != right_w.shape[-2]:
         out["transposed_weights"] = (right_c, right_w.transpose(-2, -1))
     else:  # wᵀ V only has a shape when L = S
@@ -103,7 +108,8 @@ def fit_softmax_scale(
     """Recover s from weights ∝ exp(s · raw_scores) along `dim`, by least squares on log-weights
     centred within each slice along `dim` (so each slice may carry its own factor).
 
-    Zero weights are left out of the fit: a dropout mask or an underflow does not hide the scale.
+    Zero weights are left out of the fit: a dropout mask, a causal mask or an underflow does not
+    hide the scale.
     Whether the slices sum to one is another check's business. Returns (s, relative residual), or
     None when there is too little to fit (non-finite or negative weights, fewer than two nonzero
     weights per slice, no spread).
@@ -112,8 +118,9 @@ def fit_softmax_scale(
     if w.shape != x.shape or not bool(torch.isfinite(w).all()) or bool((w < 0).any()):
         return None
     kept = (w > 1e-12).double()
-    count = kept.sum(dim, keepdim=True)
-    if bool((count < 2).any()):
+    kept = kept * (kept.sum(dim, keepdim=True) >= 2)  # a slice with one weight left (a mask) says nothing
+    count = kept.sum(dim, keepdim=True).clamp_min(1)
+    if float(kept.sum()) < 4:
         return None
     y = torch.log(w.clamp_min(1e-300)) * kept
     x = x * kept
@@ -132,18 +139,45 @@ def recovered_scale(weights: torch.Tensor, raw_scores: torch.Tensor | list[torch
 
     Tried on every reading a weights tensor can have, so that another mistake does not hide the
     scale: a softmax along any axis (the keys, the queries, the heads), weights returned as (L, S)
-    or transposed, and any of several `raw_scores` (the unscaled scores as the right formula and as
-    other known mistakes compute them, e.g. a wrong split into heads). None when no reading fits a
-    softmax of scaled scores (within a relative residual of 1e-3).
+    or transposed, weights that are the scaled scores themselves (no softmax), any of several
+    `raw_scores` (the unscaled scores as the right formula and as other known mistakes compute
+    them, e.g. a wrong split into heads), and, last, slice by slice: each (L, S) slice of the
+    weights against whichever slice of the scores it fits (batch and heads shuffled). None when no
+    reading fits (within a relative residual of 1e-3).
     """
     candidates = raw_scores if isinstance(raw_scores, list) else [raw_scores]
-    layouts = [weights] + ([weights.transpose(-2, -1)] if weights.dim() >= 2 else [])
     for raw in candidates:
-        for layout in layouts:
-            for dim in range(-1, -layout.dim() - 1, -1):
-                fitted = fit_softmax_scale(layout, raw, dim)
-                if fitted is not None and fitted[1] < 1e-3 and fitted[0] > 0:
-                    return fitted[0]
+        found = _scale_of(weights, raw)
+        if found is not None:
+            return found
+    if weights.dim() < 3:
+        return None
+    per_slice = []
+    for piece in weights.reshape(-1, *weights.shape[-2:]):
+        fits = {_scale_of(piece, r) for raw in candidates for r in raw.reshape(-1, *raw.shape[-2:])}
+        fits.discard(None)
+        if not fits:
+            return None
+        per_slice.append(sorted(fits))
+    common = per_slice[0]
+    for fits in per_slice[1:]:
+        common = [s for s in common if any(abs(s / t - 1) < 1e-3 for t in fits)]
+    return common[0] if common else None
+
+
+def _scale_of(weights: torch.Tensor, raw: torch.Tensor) -> float | None:
+    """The scale of `weights` against one tensor of raw scores, under every layout and axis."""
+    layouts = [weights] + ([weights.transpose(-2, -1)] if weights.dim() >= 2 else [])
+    for layout in layouts:
+        for dim in range(-1, -layout.dim() - 1, -1):
+            fitted = fit_softmax_scale(layout, raw, dim)
+            if fitted is not None and fitted[1] < 1e-3 and fitted[0] > 0:
+                return fitted[0]
+        if layout.shape == raw.shape and bool(torch.isfinite(layout).all()):  # the scaled scores, no softmax
+            x, y = raw.double(), layout.double()
+            s = float((x * y).sum() / (x * x).sum().clamp_min(1e-12))
+            if s > 0 and float((y - s * x).norm()) < 1e-3 * max(float(y.norm()), 1e-12):
+                return s
     return None
 
 
@@ -154,10 +188,15 @@ def scale_diagnosis(found: float, expected: float, what: str, named: dict[str, f
         if abs(found / scale - 1) < 1e-3:
             return diagnosis, {}
     return "wrong_scale", {
-        "got_scale": f"1/{1 / found:.4g}",
-        "expected_scale": f"1/{1 / expected:.4g}",
+        "got_scale": as_fraction(found),
+        "expected_scale": as_fraction(expected),
         "what": what,
     }
+
+
+def as_fraction(scale: float) -> str:
+    """A scale as a student writes it: "1" or "1/4" (or "1/5.657")."""
+    return "1" if abs(scale - 1) < 1e-3 else f"1/{1 / scale:.4g}"
 
 
 def scale_estimator(raw_scores: torch.Tensor, expected_scale: float, what: str = "√d_k"):

@@ -84,27 +84,38 @@ def forward(
     linear: str = "",
     no_projections: bool = False,
     out_proj_on_input: bool = False,
+    value_from_key: bool = False,
+    causal: bool = False,
+    returns_scores: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(output (B, L, E), weights (B, H, L, L)) in float64; the keywords reproduce known mistakes.
 
     `scale` defaults to 1/√(E/H); `softmax(scores, dim)` replaces torch.softmax (a hand-written one
     gone wrong); `linear` is a hand-made linear's mistake (see `attention.project`);
     `no_projections` feeds x itself as Q, K and V; `out_proj_on_input` returns out_proj(x) and
-    leaves the attention unused. Differentiable in `x` and in the tensors of `state`.
+    leaves the attention unused; `value_from_key` takes V from the key layer; `causal` masks later
+    positions; `returns_scores` returns the scaled scores as the weights. Differentiable in `x` and
+    in the tensors of `state`.
     """
     q, k, v = projections(
         x, state, num_heads, split=split, shared_qkv=shared_qkv, linear=linear, no_projections=no_projections
     )  # fmt: skip  (B, H, L, d_k) each
+    v = k if value_from_key else v
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
+    if causal:
+        mask = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril()  # (L, L)
+        softmax = softmax or (lambda s, dim: torch.softmax(s.masked_fill(~mask, float("-inf")), dim=dim))
     if softmax is None:
         context, weights = A.attention(
             q, k, v, scale=scale, softmax_dim=softmax_dim
         )  # (B,H,L,d_k), (B,H,L,L)
     else:
         weights = softmax(A.scores(q, k, scale), softmax_dim)  # (B, H, L, L)
-        context = weights @ v.double()  # (B, H, L, d_k)
+        context = torch.matmul(weights, v.double())  # (B, H, L, d_k)
     if out_proj_on_input:
         return A.project(x, state, "out_proj"), weights
+    if returns_scores:
+        weights = A.scores(q, k, scale)  # (B, H, L, L)
     out = merge(context)  # (B, L, E)
     return (A.project(out, state, "out_proj", mistake=linear) if out_proj else out), weights
 
@@ -174,6 +185,23 @@ def torch_oracle(
     return out, weights
 
 
+def large_score_inputs(rng: torch.Generator, batch: int, length: int, embed: int, heads: int, largest: float):
+    """Weights and x whose scaled per-head scores reach exactly `largest`, for every seed: the
+    query and key weights are scaled until they do (biases zero), and the first token of each
+    sample is zero, so its query is zero and its row of scores sits `largest` below the largest
+    (a softmax shifted by the global maximum underflows to 0/0 there)."""
+    state = A.linear_weights(LAYERS, embed, embed, rng)
+    x = torch.randn(batch, length, embed, generator=rng)
+    x[:, 0] = 0.0
+    for name in ("query", "key"):
+        state[f"{name}.bias"] = torch.zeros(embed)
+    reached = float(forward(x, state, heads, softmax=lambda s, dim: s)[1].max())  # scaled scores
+    factor = math.sqrt(largest / reached)
+    for name in ("query", "key"):
+        state[f"{name}.weight"] = state[f"{name}.weight"] * factor
+    return state, x
+
+
 # ---------------------------------------------------------------- known mistakes
 
 
@@ -200,6 +228,10 @@ def variants(
         "split_heads_last": dict(split=split_heads_last, merge=merge_heads_last),
         "merge_interleaved": dict(merge=merge_heads_last),
         "shared_qkv": dict(shared_qkv=True),
+        "value_from_key": dict(value_from_key=True),
+        "unwanted_mask": dict(causal=True),
+        "returns_scores": dict(returns_scores=True),
+        "softmax_over_batch": dict(softmax=softmax_over_folded_batch),
         "merge_without_transpose": dict(merge=merge_without_transpose),
         "missing_out_proj": dict(out_proj=False),
         "out_proj_on_input": dict(out_proj_on_input=True),
@@ -211,6 +243,12 @@ def variants(
     right_out, right_w = forward(x, state, num_heads)
     out["weights_averaged"] = (right_out, right_w.mean(1))
     return out
+
+
+def softmax_over_folded_batch(scores: torch.Tensor, dim: int) -> torch.Tensor:
+    """The mistake `F.softmax(scores, dim=0)` on scores folded to (B·H, L, L).   (B, H, L, L)"""
+    batch, heads, length, keys = scores.shape
+    return torch.softmax(scores.reshape(batch * heads, length, keys), dim=0).reshape(scores.shape)
 
 
 def swap(pairs: dict[str, tuple[torch.Tensor, torch.Tensor]]) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:

@@ -75,7 +75,22 @@ def pe_variants(seq_len: int, d_model: int) -> dict[str, torch.Tensor]:
         "pe_exponent_doubled": _interleaved(pos / 10000.0 ** (2 * two_i / d_model)),
         "pe_odd_column_exponent": _interleaved(pos / 10000.0 ** (j / d_model)),
         "pe_frequency_inverted": _interleaved(pos * 10000.0 ** (two_i / d_model)),
+        "pe_exponent_column_index": _interleaved(pos / 10000.0 ** (2 * j / d_model)),
+        "pe_row0_zero": torch.cat(
+            [torch.zeros(1, d_model, dtype=torch.float64), sinusoidal(seq_len, d_model)[1:]]
+        ),
+        "pe_cos_of_sin": _odd_columns(sinusoidal(seq_len, d_model), lambda t: torch.cos(torch.sin(t))),
+        "pe_all_sines": _odd_columns(sinusoidal(seq_len, d_model), torch.sin),
+        "pe_cos_sign": _odd_columns(sinusoidal(seq_len, d_model), lambda t: -torch.cos(t)),
     }
+
+
+def _odd_columns(table: torch.Tensor, of_angle) -> torch.Tensor:
+    """`table` with each odd column replaced by `of_angle` of its pair's angle.   (L, d)"""
+    angles = _positions(table.shape[0]) / 10000.0 ** column_exponents(table.shape[1])  # (L, d)
+    out = table.clone()
+    out[:, 1::2] = of_angle(angles[:, 1::2])
+    return out
 
 
 def rows_all_equal(table: torch.Tensor, atol: float = 1e-6) -> bool:

@@ -26,6 +26,7 @@ LAYERS = ["query", "key", "value"]
 LARGE_SCORE = 2000.0  # raw q·k of the aligned pairs: 2000/√16 = 500 overflows exp() in float32 and float64
 BACKWARD_ERRORS = {"inplace_breaks_backward": r"modified by an inplace operation"}
 KNOWN_ERRORS = {
+    "transpose_fixed_dims": r"(?s)RuntimeError.*\n.*\.transpose\(1, ?2\)",
     "k_transpose_batched": r"(?s)RuntimeError.*\n.*\b[A-Za-z_]\w*\.T\b",
     "transposed_in_context": r"(?s)RuntimeError.*\n.*(transpose\(-2, ?-1\)|\.mT|\.T\b)\s*@\s*\w*v",
 }
@@ -62,17 +63,28 @@ def layer_module(student, x, state):
     """The student's module to build SimpleSelfAttention from, and the answer of the student's own
     scaled_dot_product_attention on the layer's projections (None if it cannot give one).
 
-    When that function cannot answer (it raises, or returns no pair of tensors), the layer is taken
-    from the student's module with a correct function in its place: a mistake in part one is
-    charged by part one's checks, not again by every check of the layer.
+    When that function cannot answer (it raises, returns no pair of tensors of the layer's shapes,
+    or returns the same whatever its input), the layer is taken from the student's module with a
+    correct function in its place: a mistake in part one is charged by part one's checks, not
+    again by every check of the layer, and a layer is never right merely by agreeing with a
+    function that ignores its input.
     """
-    q, k, v = (A.project(x, state, name).float() for name in LAYERS)
-    try:
-        context, weights = student.scaled_dot_product_attention(q, k, v)
-        if isinstance(context, torch.Tensor) and isinstance(weights, torch.Tensor):
-            return student, (context, weights)
-    except (StudentFault, TypeError, ValueError):
-        pass
+    batch, length, embed = x.shape
+    answers = []
+    for inputs in (x, x.flip(1) + 1):
+        q, k, v = (A.project(inputs, state, name).float() for name in LAYERS)
+        try:
+            context, weights = student.scaled_dot_product_attention(q, k, v)
+        except (StudentFault, TypeError, ValueError):
+            break
+        if not (
+            isinstance(context, torch.Tensor) and tuple(context.shape) == (batch, length, embed)
+            and isinstance(weights, torch.Tensor) and tuple(weights.shape) == (batch, length, length)
+        ):  # fmt: skip
+            break
+        answers.append((context, weights))
+    if len(answers) == 2 and expect.largest_difference(answers[0][0], answers[1][0]) > 0:
+        return student, answers[0]
     return expect.with_definitions(student, CORRECT_SDPA, "correct_sdpa"), None
 
 
@@ -110,9 +122,11 @@ def layer_variants(state, x):
     """(context, weights) of SimpleSelfAttention as common mistakes compute it, keyed by diagnosis."""
     q, k, v = (A.project(x, state, name) for name in LAYERS)
     right_c, right_w = A.attention(q, k, v)
-    out = {d: pair for d, pair in A.mistakes(q, k, v).items()}
+    out = A.mistakes(q, k, v)
+    del out["context_from_keys"]  # in the layer that is V taken from the key layer: named below
     shared = A.project(x, state, "query")
     out["shared_qkv"] = A.attention(shared, shared, shared)
+    out["value_from_key"] = A.attention(q, k, k)
     out["no_projections"] = A.attention(x, x, x)
     for mistake in ("weight_not_transposed", "missing_bias"):
         q2, k2, v2 = (A.project(x, state, name, mistake=mistake) for name in LAYERS)
@@ -209,7 +223,7 @@ def test_sdpa_scaling(student, rng, evidence):
         return  # the weights are the right ones, though too flat or too peaked to fit a scale to
     if abs(found * math.sqrt(d_k) - 1) > 1e-3:
         text = SCALE_TEXT.format(
-            got_scale=f"1/{1 / found:.4g}", expected_scale=f"1/{math.sqrt(d_k):.4g}", d_k=d_k
+            got_scale=A.as_fraction(found), expected_scale=f"1/{math.sqrt(d_k):.4g}", d_k=d_k
         )
         formula = expect.find_variant(weights, A.weight_variants(q, k, v), 1e-4, 1e-5, joint)  # V scaled, …
         if formula is not None:
@@ -251,6 +265,9 @@ def test_sdpa_large_scores(student, rng):
     for name, got, index in (("weights", weights, 1), ("context", context, 0)):
         expect.finite(expect.tensor(got, name, finite=False), name,
                       variants={d: pair[index] for d, pair in mistakes.items()})  # fmt: skip
+    usual, _ = call_sdpa(student, *qkv(rng, SDPA_SHAPES[0]))
+    expect.responds(expect.tensor(context, "context", finite=False), expect.tensor(usual, "context", finite=False),
+                    "context")  # fmt: skip
 
 
 @check("sdpa_gradients")
@@ -349,3 +366,5 @@ def test_layer_deterministic(student, rng):
         first, second = (expect.tensor(run(layer, x)[0], "context", finite=False) for _ in range(2))
     err = expect.largest_difference(first, second)
     expect.true(err <= 1e-6, DETERMINISTIC_TEXT.format(err=err), "randomness_in_forward")
+    other = expect.tensor(run(layer, x.flip(1) + 1)[0], "context", finite=False)
+    expect.responds(first, other, "context")

@@ -21,7 +21,11 @@ from graders.harness.i18n import say
 
 EMBED = 6
 PE_ATOL = 1e-4
-KNOWN_ERRORS = {"pe_odd_cos_columns": r"(?s)must match the existing size.*\n.*1::2\]"}
+KNOWN_ERRORS = {
+    "pe_odd_cos_columns": r"(?s)must match the existing size.*\n.*1::2\]",
+    "order_is_a_list": r"must be Tensor, not list",
+    "negative_step": r"step must be greater than zero",
+}
 NON_INVOLUTION = [2, 0, 3, 1, 4]  # C A D B E: applying it twice is not the identity
 PE_SHAPES = [(7, 16), (50, 12), (1, 6)]
 FORMULA_SHAPES = [(50, 16), (9, 6), (24, 10)]
@@ -41,6 +45,10 @@ NO_LOSS_TEXT = Text(
     en="With your positional encoding added, sample {sample}'s context vectors, restored, still equal "
     "sample 0's (largest difference {gap:.2g}): the encoding carries no order information.",
 )
+NONE_TEXT = Text(
+    zh="`{name}` 返回了 None：是不是忘了写 return？",
+    en="`{name}` returned None: did you forget `return`?",
+)
 STRUCTURE_TEXT = Text(
     zh="`{name}` 的列不是成对的 sin(pos·ωᵢ)、cos(pos·ωᵢ)（偶数列 sin、奇数列 cos，同一对共用一个角度，位置从 0 开始）。",
     en="The columns of `{name}` are not pairs sin(pos·ωᵢ), cos(pos·ωᵢ) (sines in even columns, cosines in odd"
@@ -53,10 +61,6 @@ LAST_SINE_TEXT = Text(
 CHANGES_TEXT = Text(
     zh="两次调用 `{name}` 得到的表不同（最大差 {err:.3g}）：位置编码应是固定的表。",
     en="Two calls of `{name}` gave different tables (largest difference {err:.3g}): the encoding should be a fixed table.",
-)
-TABLE_SHAPE_TEXT = Text(
-    zh="无法把你的位置编码加到 (3, 5, {embed}) 的批次上：sinusoidal_positional_encoding(5, {embed}) 的形状是 {shape}。",
-    en="Your encoding cannot be added to the (3, 5, {embed}) batch: sinusoidal_positional_encoding(5, {embed}) has shape {shape}.",
 )
 TRAINABLE_TEXT = Text(
     zh="sinusoidal_positional_encoding({seq_len}, {d_model}) 返回的张量 requires_grad=True。",
@@ -84,7 +88,7 @@ def student_batch(student, tokens):
     embed = tokens.shape[-1]
     got = student.make_order_batch(tokens)
     return expect.tensor(got, "make_order_batch(tokens)", (3, 5, embed),
-                         shape_variants={"stacked_wrong_dim": (5, 3, embed)})  # fmt: skip
+                         shape_variants={"stacked_wrong_dim": (5, 3, embed), "cat_instead_of_stack": (15, embed)})  # fmt: skip
 
 
 def check_batch_values(batch, tokens, expected=None):
@@ -100,17 +104,27 @@ def check_batch_values(batch, tokens, expected=None):
 
 def student_restore(student, outputs, order, label=None):
     label = label or f"restore_order(outputs, {order})"
-    return student.restore_order(outputs, list(order)), label
+    got = student.restore_order(outputs, list(order))
+    expect.true(got is not None, NONE_TEXT.format(name="restore_order"), "returns_none")
+    return got, label
 
 
-def student_pe(student, seq_len, d_model):
-    """The student's table, checked for type and finiteness, and read as meant when it is exactly
-    transposed (`pe_shapes` charges the layout; the other checks judge the encoding itself)."""
+def student_pe(student, seq_len, d_model, *, as_meant=True):
+    """The student's table, checked for type and finiteness. `as_meant`: a table that is exactly
+    transposed, or has rows to spare, is read as the (seq_len, d_model) table it means (`pe_shapes`
+    charges the shape; checks of the encoding itself judge the encoding). Else the shape is exact."""
     name = f"sinusoidal_positional_encoding({seq_len}, {d_model})"
     table = expect.tensor(student.sinusoidal_positional_encoding(seq_len, d_model), name)
-    if seq_len != d_model and tuple(table.shape) == (d_model, seq_len):
+    if as_meant and seq_len != d_model and tuple(table.shape) == (d_model, seq_len):
         table = table.T
+    if as_meant and table.dim() == 2 and table.shape[0] > seq_len and table.shape[1] == d_model:
+        table = table[:seq_len]
     return expect.tensor(table, name, (seq_len, d_model)), name
+
+
+def structure_atol(table: torch.Tensor) -> float:
+    """PE_ATOL, or what the table's own dtype can hold if that is coarser (float16: ~1e-3)."""
+    return max(PE_ATOL, 4 * torch.finfo(table.dtype).eps)
 
 
 def check_pe_table(table, name, seq_len, d_model, expected=None, others=()):
@@ -126,8 +140,9 @@ def check_pe_table(table, name, seq_len, d_model, expected=None, others=()):
 
 def check_pe_structure(table, name, d_model):
     """Interleaved sin(pos·ωᵢ), cos(pos·ωᵢ) pairs from position 0, whatever the frequencies ωᵢ."""
-    if P.pair_frequencies(table, PE_ATOL) is None:
-        diagnosis = expect.find_variant(table, P.pe_variants(table.shape[0], d_model), 0, PE_ATOL)
+    atol = structure_atol(table)
+    if P.pair_frequencies(table, atol) is None:
+        diagnosis = expect.find_variant(table, P.pe_variants(table.shape[0], d_model), 0, atol)
         expect.fail(STRUCTURE_TEXT.format(name=name), diagnosis)
 
 
@@ -151,8 +166,12 @@ def test_restore_single(student, rng):
     for order in (NON_INVOLUTION, random_non_involution(rng, 7)):
         outputs = torch.randn(len(order), EMBED, generator=rng)  # (L, E), rows in the permuted order
         got, label = student_restore(student, outputs, order)
-        expect.close(got, P.restore(outputs, order), label,
-                     variants={"restore_forward_instead_of_inverse": outputs[order]})  # fmt: skip
+        variants = {
+            "restore_forward_instead_of_inverse": outputs[order],
+            "restore_does_nothing": outputs,
+            "restore_feature_dim": outputs[:, P.inverse(order)] if EMBED >= len(order) else None,
+        }
+        expect.close(got, P.restore(outputs, order), label, variants=variants)
 
 
 @check("restore_batched")
@@ -200,13 +219,7 @@ def test_positions_break_equivariance(student, rng):
     tokens = random_tokens(rng)
     state = P.attention_layer(EMBED, rng)
     batch = torch.stack([tokens[order] for order in P.LESSON_ORDERS])  # (3, 5, E): the grader's own
-    got = student.sinusoidal_positional_encoding(5, EMBED)
-    table = expect.tensor(got, "sinusoidal_positional_encoding(5, 6)")
-    if tuple(table.shape) == (EMBED, 5):  # transposed: `pe_shapes` charges that, here it is read as meant
-        table = table.T
-    expect.true(
-        tuple(table.shape) == (5, EMBED), TABLE_SHAPE_TEXT.format(embed=EMBED, shape=tuple(table.shape))
-    )
+    table, _ = student_pe(student, 5, EMBED)  # read as meant: `pe_shapes` charges the shape
     positioned = P.self_attention(batch.double() + table.detach().double(), state)  # (3, 5, E)
     for sample, order in list(enumerate(P.LESSON_ORDERS))[1:]:
         restored = P.restore(positioned[sample], order)
@@ -223,7 +236,8 @@ def test_pe_shapes(student):
     for seq_len, d_model in PE_SHAPES:
         name = f"sinusoidal_positional_encoding({seq_len}, {d_model})"
         got = student.sinusoidal_positional_encoding(seq_len, d_model)
-        expect.tensor(got, name, (seq_len, d_model), shape_variants={"pe_transposed": (d_model, seq_len)})
+        wrong = {"pe_transposed": (d_model, seq_len), "pe_extra_row": (seq_len + 1, d_model)}
+        expect.tensor(got, name, (seq_len, d_model), shape_variants=wrong)
 
 
 @check("pe_first_row")
@@ -247,7 +261,7 @@ def test_pe_sin_even_cos_odd(student):
 
 @check("pe_matches_formula")
 def test_pe_matches_formula(student):
-    tables = [student_pe(student, seq_len, d_model) for seq_len, d_model in FORMULA_SHAPES]
+    tables = [student_pe(student, seq_len, d_model, as_meant=False) for seq_len, d_model in FORMULA_SHAPES]
     for (seq_len, d_model), (table, name) in zip(FORMULA_SHAPES, tables, strict=True):
         others = [t for t, _ in tables if t is not table]
         check_pe_table(table, name, seq_len, d_model, others=others)
@@ -256,8 +270,9 @@ def test_pe_matches_formula(student):
 @check("pe_odd_d_model")
 def test_pe_odd_d_model(student):
     table, name = student_pe(student, 6, 7)
-    expect.true(P.last_column_is_sine(table, PE_ATOL), LAST_SINE_TEXT.format(name=name),
-                expect.find_variant(table, P.pe_variants(6, 7), 0, PE_ATOL))  # fmt: skip
+    atol = structure_atol(table)
+    expect.true(P.last_column_is_sine(table, atol), LAST_SINE_TEXT.format(name=name),
+                expect.find_variant(table, P.pe_variants(6, 7), 0, atol))  # fmt: skip
 
 
 @check("pe_not_trainable")
@@ -277,7 +292,7 @@ def test_pe_not_trainable(student):
 
 @check("pe_matches_reference")
 def test_pe_matches_reference(student, reference):
-    tables = [student_pe(student, seq_len, d_model) for seq_len, d_model in HIDDEN_PE_SHAPES]
+    tables = [student_pe(student, seq_len, d_model, as_meant=False) for seq_len, d_model in HIDDEN_PE_SHAPES]
     for (seq_len, d_model), (table, name) in zip(HIDDEN_PE_SHAPES, tables, strict=True):
         expected = reference.sinusoidal_positional_encoding(seq_len, d_model).double()
         others = [t for t, _ in tables if t is not table]

@@ -48,23 +48,6 @@ def run(layer, x, name="SimpleMultiHeadAttention.forward(x)"):
     return expect.unpack(layer(x), 2, name)
 
 
-def large_score_inputs(rng, batch, length, embed, heads):
-    """Weights and x whose scaled per-head scores reach exactly LARGE_SCORE, for every seed: the
-    query and key weights are scaled until they do (biases zero), and the first token of each
-    sample is zero, so its query is zero and its row of scores sits LARGE_SCORE below the largest
-    (a softmax shifted by the global maximum underflows to 0/0 there)."""
-    state = A.linear_weights(M.LAYERS, embed, embed, rng)
-    x = torch.randn(batch, length, embed, generator=rng)
-    x[:, 0] = 0.0
-    for name in ("query", "key"):
-        state[f"{name}.bias"] = torch.zeros(embed)
-    largest = float(M.forward(x, state, heads, softmax=lambda s, dim: s)[1].max())  # scaled scores
-    factor = math.sqrt(LARGE_SCORE / largest)
-    for name in ("query", "key"):
-        state[f"{name}.weight"] = state[f"{name}.weight"] * factor
-    return state, x
-
-
 LAYERS_TEXT = Text(
     zh="SimpleMultiHeadAttention({embed}, {heads}) 应有名为 query、key、value、out_proj 的"
     " nn.Linear({embed}, {embed}) 层；缺少或不对：{missing}。",
@@ -205,7 +188,7 @@ def test_mha_scaling(student, rng, evidence):
             "divide_by_head_dim": 1 / head_dim,
         }
         diagnosis, params = A.scale_diagnosis(found, 1 / math.sqrt(head_dim), "√(E/H)", named)
-        text = SCALE_TEXT.format(got_scale=f"1/{1 / found:.4g}", expected_scale=f"1/{math.sqrt(head_dim):.4g}",
+        text = SCALE_TEXT.format(got_scale=A.as_fraction(found), expected_scale=f"1/{math.sqrt(head_dim):.4g}",
                                  head_dim=head_dim)  # fmt: skip
         expect.fail(text, diagnosis, **params)
 
@@ -262,6 +245,8 @@ def test_mha_deterministic(student, rng):
         first, second = (expect.tensor(run(layer, x)[0], "output", finite=False) for _ in range(2))
     err = expect.largest_difference(first, second)
     expect.true(err <= 1e-6, DETERMINISTIC_TEXT.format(err=err), "randomness_in_forward")
+    other = expect.tensor(run(layer, x.flip(1) + 1)[0], "output", finite=False)
+    expect.responds(first, other, "output")
 
 
 @check("mha_no_builtin_attention")
@@ -272,17 +257,20 @@ def test_mha_no_builtin_attention(student, student_source, rng):
     batch, length, embed, heads = CONFIGS[1]  # the point needs a module that runs, whatever it computes
     layer, _, x = student_layer(student, rng, batch, length, embed, heads)
     output, weights = run(layer, x)
-    expect.tensor(output, "output", finite=False)
     expect.tensor(weights, "weights", finite=False)
+    other = expect.tensor(run(layer, x.flip(1) + 1)[0], "output", finite=False)
+    expect.responds(expect.tensor(output, "output", finite=False), other, "output")
 
 
 @check("mha_large_scores")
 def test_mha_large_scores(student, rng):
     batch, length, embed, heads = CONFIGS[0]
-    state, x = large_score_inputs(rng, batch, length, embed, heads)
+    state, x = M.large_score_inputs(rng, batch, length, embed, heads, LARGE_SCORE)
     layer, state, x = student_layer(student, rng, batch, length, embed, heads, state=state, x=x)
     output, weights = run(layer, x)
     pairs = M.variants(x, state, heads)
     for name, got, index in (("weights", weights, 1), ("output", output, 0)):
         expect.finite(expect.tensor(got, name, finite=False), name,
                       variants={d: pair[index] for d, pair in pairs.items()})  # fmt: skip
+    usual = expect.tensor(run(layer, torch.randn(x.shape, generator=rng))[0], "output", finite=False)
+    expect.responds(expect.tensor(output, "output", finite=False), usual, "output")

@@ -11,6 +11,7 @@ import torch
 from graders import attention as A
 from graders.harness import expect
 from graders.harness.errors import CheckFailed
+from graders.harness.i18n import Text
 
 
 def failure(fn, *args, **kwargs) -> CheckFailed:
@@ -79,3 +80,126 @@ def test_scale_estimator_recovers_the_scale_the_student_used(used):
 def test_scale_estimator_ignores_outputs_that_are_not_a_softmax_of_the_scores():
     raw = torch.randn(3, 4, 4, dtype=torch.float64)
     assert A.scale_estimator(raw, 0.5)(torch.rand(3, 4, 4, dtype=torch.float64)) is None
+
+
+# ---------------------------------------------------------------- fair scores: naming, readings, properties
+
+
+def test_a_diagnosis_is_not_shown_when_another_mistake_fits_as_well():
+    expected, wrong = torch.zeros(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64)
+    ambiguous = {"mine": wrong, "other": wrong + 1e-6}
+    assert failure(expect.close, wrong.clone(), expected, "w", variants=ambiguous).diagnosis is None
+    clearer = {"mine": wrong, "other": wrong + 5e-5}  # still a match, but a much worse fit
+    assert failure(expect.close, wrong.clone(), expected, "w", variants=clearer).diagnosis == "mine"
+
+
+def test_a_paired_variant_needs_the_joint_evidence_to_agree():
+    q, k, v = (torch.randn(2, 5, 16, dtype=torch.float64) for _ in range(3))
+    mistakes = A.mistakes(q, k, v)  # V scaled and weights scaled after the softmax: the same context
+    context, weights = mistakes["scaled_values"]
+    assert expect.matches(context, mistakes["scale_after_softmax"][0], 1e-6, 1e-9)
+    variants = A.context_variants(q, k, v)
+    expected = A.attention(q, k, v)[0]
+    assert (
+        failure(expect.close, context, expected, "c", variants=variants, joint=weights).diagnosis
+        == "scaled_values"
+    )
+    after = mistakes["scale_after_softmax"][1]
+    assert (
+        failure(expect.close, context, expected, "c", variants=variants, joint=after).diagnosis
+        == "scale_after_softmax"
+    )
+    assert failure(expect.close, context, expected, "c", variants=variants).diagnosis is None  # no evidence
+
+
+def test_a_reading_carried_forward_counts_as_right_and_is_the_one_compared_with():
+    expected, own = torch.zeros(2, 2), torch.full((2, 2), 3.0)
+    assert expect.close(own.clone(), expected, "x", readings=[own]) is not None
+    err = failure(expect.close, own + 0.5, expected, "x", readings=[own])
+    assert "expected 3" in err.text.en  # the nearest right answer, not the formula's
+
+
+def test_hidden_answers_say_where_and_what_but_never_the_expected_number():
+    expected = torch.tensor([[0.5761, 0.2119], [0.4223, 0.1554]], dtype=torch.float64)
+    got = expected.clone()
+    got[1, 0] = 0.33
+    err = failure(expect.close, got, expected, "WEIGHTS", rtol=0, atol=0.006, reveal=False)
+    assert "(1, 0)" in err.text.en and "0.33" in err.text.en and "1 wrong entries out of 4" in err.text.en
+    assert "0.4223" not in err.text.en + err.text.zh and "expected" not in err.text.en
+
+
+def test_gradients_are_judged_against_the_forward_pass_itself():
+    rng = torch.Generator().manual_seed(0)
+    point = {"a": torch.randn(3, 4, dtype=torch.float64), "b": torch.randn(4, 2, dtype=torch.float64)}
+    cotangent = torch.randn(3, 2, dtype=torch.float64)
+    texts = {
+        "missing": Text(zh="缺 {name}", en="missing {name}"),
+        "wrong": Text(zh="错 {name}", en="wrong {name}"),
+    }
+
+    def grads_of(fn):
+        a, b = (t.clone().requires_grad_() for t in point.values())
+        out = fn({"a": a, "b": b})
+        out.backward(cotangent) if out.requires_grad else None
+        return {"a": a.grad, "b": b.grad}
+
+    def cubed(values):  # a wrong forward pass (not a @ b) with an intact graph: nothing to charge here
+        return (values["a"] @ values["b"]) ** 3
+
+    expect.gradients_match_forward(cubed, point, grads_of(cubed), cotangent, rng, **texts)
+
+    def cut(values):  # part of the graph cut off: the gradient of b misses a path
+        return values["a"] @ values["b"] + values["a"].detach() @ values["b"].detach() ** 2
+
+    def cut_forward(values):
+        return values["a"] @ values["b"] + values["a"] @ values["b"] ** 2
+
+    err = failure(expect.gradients_match_forward, cut_forward, point, grads_of(cut), cotangent, rng, **texts)
+    assert err.diagnosis == "no_gradient" and "wrong" in err.text.en
+
+    def unused_b(values):  # b is not used: no gradient is the right gradient
+        return values["a"].sum(-1, keepdim=True).expand(3, 2) * 1.0
+
+    expect.gradients_match_forward(unused_b, point, {"a": grads_of(unused_b)["a"], "b": None}, cotangent, rng,
+                                   **texts)  # fmt: skip
+
+    def constant(values):  # depends on nothing: no property of it can be judged
+        return torch.zeros(3, 2, dtype=torch.float64)
+
+    err = failure(
+        expect.gradients_match_forward, constant, point, {"a": None, "b": None}, cotangent, rng, **texts
+    )
+    assert "does not depend on its input" in err.text.en
+
+
+def test_batch_independence_perturbs_one_element_and_needs_a_responsive_output():
+    rng = torch.Generator().manual_seed(1)
+    x = torch.randn(3, 4, 5)
+    expect.batch_independent(lambda t: t.softmax(-1), x, rng, "y")
+    assert "batch element 0" in failure(expect.batch_independent, lambda t: t.softmax(0), x, rng, "y").text.en
+    assert (
+        "does not depend"
+        in failure(expect.batch_independent, lambda t: torch.zeros(3, 2), x, rng, "y").text.en
+    )
+    assert (
+        "first dimension"
+        in failure(expect.batch_independent, lambda t: t.transpose(0, 1), x, rng, "y").text.en
+    )
+
+
+@pytest.mark.parametrize("layout", ["rows", "columns", "transposed", "masked", "no softmax"])
+def test_the_scale_is_read_off_weights_whatever_else_is_wrong(layout):
+    q, k = torch.randn(2, 5, 16, dtype=torch.float64), torch.randn(2, 5, 16, dtype=torch.float64)
+    raw = A.scores(q, k, 1.0)
+    scaled = raw / 4
+    weights = {
+        "rows": torch.softmax(scaled, -1),
+        "columns": torch.softmax(scaled, -2),
+        "transposed": torch.softmax(scaled, -1).transpose(-2, -1),
+        "masked": torch.softmax(
+            scaled.masked_fill(~torch.ones(5, 5, dtype=torch.bool).tril(), float("-inf")), -1
+        ),
+        "no softmax": scaled,
+    }[layout]
+    assert A.recovered_scale(weights, raw) == pytest.approx(0.25, rel=1e-6)
+    assert A.recovered_scale(torch.softmax(raw, -1), raw) == pytest.approx(1.0, rel=1e-6)

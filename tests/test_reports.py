@@ -125,9 +125,15 @@ def test_html_shows_the_heatmap_of_exercise_2_weights(mixed_report):
     tables = element.findall(f".//{XHTML}div[@class='heatmaps']/{XHTML}table")
     assert len(tables) == 2  # the student's weights beside the expected ones
     for table, matrix in zip(tables, (heatmap.got, heatmap.expected), strict=True):
-        rows = table.findall(f".//{XHTML}tr")
+        header, *rows = table.findall(f".//{XHTML}tr")
         cells = [[td.text for td in row.findall(f"{XHTML}td")] for row in rows]
         assert cells == [[f"{v:.2f}" for v in row] for row in matrix]
+        # axes labelled: queries as rows, keys as columns
+        assert [th.text for th in header.findall(f"{XHTML}th")][1:] == [
+            f"k{j}" for j in range(len(matrix[0]))
+        ]
+        assert [row.find(f"{XHTML}th").text for row in rows] == [f"q{i}" for i in range(len(matrix))]
+        assert "queries" in visible_text(table.find(f"{XHTML}caption"))
         assert all("background" in td.get("style", "") for row in rows for td in row.findall(f"{XHTML}td"))
     assert heatmap.got != heatmap.expected
 
@@ -282,3 +288,46 @@ def test_bad_manifest_exits_2_naming_file_and_field(course, tmp_path, capsys, ol
 
 def test_every_exercise_is_in_the_reports(mixed_report):
     assert [e.id for e in mixed_report.exercises] == EXERCISES
+
+
+# ---------------------------------------------------------------- one cause, shown once
+
+
+def test_one_mistake_is_shown_once_above_its_checks_in_every_format(mixed_report):
+    (ex2,) = [e for e in mixed_report.exercises if e.id == EX2]
+    (cause,) = [c for c in ex2.causes if c.diagnosis == "no_scaling"]
+    failed = [c for c in ex2.checks if c.diagnosis == "no_scaling"]
+    assert cause.checks == [c.id for c in failed] and len(failed) >= 2
+    assert cause.points == sum(c.max_score for c in failed)
+    heading = f"one mistake, {len(failed)} checks, −{cause.points:g} points"
+    text = render(mixed_report, "text")
+    assert text.count(cause.message) == 1 and heading in text
+    assert text.count("(the mistake [no_scaling] above)") == len(failed)
+    assert heading in render(mixed_report, "md")
+    data = json.loads(render(mixed_report, "json"))
+    (ex2_json,) = [e for e in data["exercises"] if e["id"] == EX2]
+    assert {"diagnosis": "no_scaling", "checks": cause.checks, "points": cause.points}.items() <= next(
+        c for c in ex2_json["causes"] if c["diagnosis"] == "no_scaling"
+    ).items()
+
+
+def test_html_links_each_mistake_to_its_section_of_the_rendered_statement(mixed_report):
+    document = parse_html(render(mixed_report, "html", project=PROJECT))
+    ids = {element.get("id") for element in document.iter() if element.get("id")}
+    box = document.find(f".//{XHTML}div[@id='{EX2}-cause-no_scaling']")
+    assert box is not None
+    links = [a.get("href") for a in box.iter(f"{XHTML}a")]
+    statement_links = [h for h in links if h.startswith("#statement-")]
+    assert statement_links and all(h[1:] in ids for h in links)  # every link lands somewhere
+    target = next(e for e in document.iter() if e.get("id") == statement_links[0][1:])
+    assert target.tag in {f"{XHTML}h{i}" for i in range(1, 7)} and "√d_k" in visible_text(target)
+    check = document.find(f".//{XHTML}div[@id='{EX2}-sdpa_scaling']")
+    assert any(a.get("href") == f"#{EX2}-cause-no_scaling" for a in check.iter(f"{XHTML}a"))
+
+
+def test_html_shows_code_in_messages_as_code_and_nothing_else_as_markup(mixed_report):
+    document = parse_html(render(mixed_report, "html"))
+    messages = [p for p in document.iter(f"{XHTML}p") if p.get("class") == "message"]
+    codes = [c.text for p in messages for c in p.iter(f"{XHTML}code")]
+    assert "context" in codes or "weights" in codes  # `weights` has wrong values …
+    assert not any("`" in visible_text(p) for p in messages)

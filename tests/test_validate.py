@@ -82,9 +82,14 @@ def test_table_has_the_figures(tmp_path, pool):
         "caught",
         "mutants",
         "named",
+        "worst",
+        "single",
+        "mistake",
         "status",
     ]
-    assert re.fullmatch(rf"{EID}\s+1/1 \(100%\)\s+0/1 \(0%\)\s+1/1 \(100%\)\s+1/1 \(100%\)\s+ok", row), row
+    assert re.fullmatch(
+        rf"{EID}\s+1/1 \(100%\)\s+0/1 \(0%\)\s+1/1 \(100%\)\s+1/1 \(100%\)\s+-1 \(forgot_doubling\)\s+ok", row
+    ), row
     assert "caught 1/1 (100%), named 1/1 (100%)" in render_total(verdicts, "en")
     assert "变异体被抓到 1/1（100%）" in render_total(verdicts, "zh")
     assert render_findings(verdicts, "en") == ""

@@ -115,13 +115,13 @@ def cmd_grade(argv: list[str], project: Project) -> int:
         run_hidden=project_runs_hidden(project),
     )
     if args.out is not None:
-        args.out.write_text(render(report, args.format), encoding="utf-8")
+        args.out.write_text(render(report, args.format, project=project), encoding="utf-8")
         print(f"report written to {args.out}", file=sys.stderr)
     else:
         sys.stdout.write(render(report, args.format, color=args.format == "text" and sys.stdout.isatty()))
         if args.format == "text":
             html = folder.resolve().parent / f"{folder.resolve().name}_report.html"
-            html.write_text(render(report, "html"), encoding="utf-8")
+            html.write_text(render(report, "html", project=project), encoding="utf-8")
             print(f"HTML report: {html}", file=sys.stderr)
     if args.fail_under is not None and report.score < args.fail_under:
         return EXIT_BELOW

@@ -48,7 +48,22 @@ STUDENT_README = """\
 这里只有公开检查；隐藏检查在你提交后由课程平台运行。
 Only the visible checks are here; hidden checks run when you submit.
 
-依赖 · Requirements: Python ≥ 3.10, `pip install torch numpy pydantic jinja2 pytest`.
+## 安装 · Install (Python ≥ 3.10)
+
+在一个虚拟环境中安装；先装 torch 的 CPU 版（约 200 MB，`pip install torch` 在 Linux 上默认装几 GB 的
+CUDA 版，评分结果相同，只是大得多）。Install into a virtual environment, torch's CPU build first
+(about 200 MB; a plain `pip install torch` on Linux gets the CUDA build, several GB, which grades the
+same but is far larger):
+
+```bash
+python3 -m venv .venv
+source .venv/bin/activate            # Windows: .venv\\Scripts\\activate
+pip install torch --index-url https://download.pytorch.org/whl/cpu
+pip install numpy pydantic jinja2 pytest markdown-it-py
+```
+
+macOS 和 Windows 上 `pip install torch` 本来就是 CPU 版。On macOS and Windows a plain
+`pip install torch` is already the CPU build.
 """
 
 

@@ -18,6 +18,7 @@ Three rules keep a score fair (README, "How a score is decided"):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import NoReturn
@@ -30,7 +31,8 @@ from .i18n import Text, say
 
 Variant = torch.Tensor | tuple | Callable[[], "torch.Tensor | tuple | None"] | None
 Estimator = Callable[[torch.Tensor], "tuple[str, dict] | None"]
-AMBIGUOUS = 4.0  # a second mistake fits "as well" when its error is within this factor of the best one's
+AMBIGUOUS = 4.0  # a second mistake fits "as well" when its error is within this factor of the best one's,
+AMBIGUOUS_FLOOR = 0.05  # or within 5% of the tolerance (two exact fits, up to float32 rounding)
 
 
 def fail(text: Text, diagnosis: str | None = None, **params) -> NoReturn:
@@ -51,11 +53,11 @@ def tensor(
     *,
     convert: bool = False,
     finite: bool = True,
-    shape_variants: Mapping[str, tuple[int, ...]] | None = None,
+    shape_variants: Mapping[str, tuple[int, ...] | list[tuple[int, ...]]] | None = None,
 ) -> torch.Tensor:
     """`got` as a real floating tensor of exactly `shape` (all finite, unless `finite=False`).
 
-    `shape_variants` maps diagnosis ids to the wrong shapes known mistakes produce.
+    `shape_variants` maps diagnosis ids to the wrong shape (or list of shapes) a known mistake gives.
 
     With `convert`, nested lists and numpy arrays are accepted too (hand-computed answers).
     """
@@ -69,7 +71,10 @@ def tensor(
     if not got.is_floating_point():
         fail(say("not_real", name=name, dtype=str(got.dtype).replace("torch.", "")))
     if shape is not None and tuple(got.shape) != tuple(shape):
-        named = [d for d, wrong in (shape_variants or {}).items() if tuple(wrong) == tuple(got.shape)]
+        named = [
+            d for d, wrong in (shape_variants or {}).items()
+            if tuple(got.shape) in ([tuple(w) for w in wrong] if isinstance(wrong, list) else [tuple(wrong)])
+        ]  # fmt: skip
         fail(
             say("shape", name=name, expected=tuple(shape), got=tuple(got.shape)), named[0] if named else None
         )
@@ -161,7 +166,7 @@ def find_variant(
         return None
     fits.sort()
     best_ratio, best = fits[0]
-    rivals = [d for r, d in fits[1:] if d != best and r <= AMBIGUOUS * best_ratio + 1e-3]
+    rivals = [d for r, d in fits[1:] if d != best and r <= AMBIGUOUS * best_ratio + AMBIGUOUS_FLOOR]
     return None if rivals else best
 
 
@@ -255,13 +260,21 @@ def largest_difference(first: torch.Tensor, second: torch.Tensor) -> float:
     return float(diff.max()) if diff.numel() else 0.0
 
 
+def responds(first: torch.Tensor, second: torch.Tensor, name: str) -> None:
+    """Fail unless two outputs for different inputs differ: a property check judges an answer, and
+    an output that ignores its input (a constant, all NaN) is none, however well it behaves."""
+    if largest_difference(first, second) == 0.0:
+        fail(say("constant_output", name=name))
+
+
 def batch_independent(
     forward: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, rng: torch.Generator, name: str
 ) -> None:
     """Changing one element of the batch `x` (dimension 0) changes no other element of the output.
 
     Judged on the student's own outputs, whatever they are: only their batch dimension must come
-    first. Both calls have the same batch size (and, by default, the same random state), so an
+    first, and the changed element's own output must move (see `responds`). Both calls have the
+    same batch size (and, by default, the same random state), so an
     output that depends on the batch size or on randomness is not mistaken for elements mixing.
     """
     base = tensor(forward(x), name, finite=False)
@@ -271,6 +284,7 @@ def batch_independent(
         moved_x = x.clone()
         moved_x[changed] = torch.randn(x.shape[1:], generator=rng, dtype=x.dtype)
         moved = tensor(forward(moved_x), name, tuple(base.shape), finite=False)
+        responds(moved[changed], base[changed], name)  # the changed element's own output moves
         others = [i for i in range(x.shape[0]) if i != changed]
         err = largest_difference(moved[others], base[others])
         bound = 1e-5 * max(1.0, float(base.detach().abs().nan_to_num(0.0).max()))
@@ -372,6 +386,7 @@ def gradients_match_forward(
     Inputs in float64 give differences exact to ~1e-9; a forward pass that computes in float32
     anyway gets a step and a tolerance that suit float32.
     """
+    largest = 0.0
     for name, value in point.items():
         given = grads.get(name)
         grad = torch.zeros_like(value) if given is None else tensor(given, f"{name}.grad", tuple(value.shape))
@@ -389,9 +404,14 @@ def gradients_match_forward(
         minus, _ = along(-step)
         numeric = (plus - minus) / (2 * step)
         autograd = float((grad.double() * direction).sum())
+        if not (math.isfinite(numeric) and math.isfinite(autograd)):
+            fail(wrong.format(name=name, numeric=numeric, autograd=autograd))
+        largest = max(largest, abs(numeric))
         rtol, atol = (1e-5, 1e-7) if dtype == torch.float64 and value.dtype == torch.float64 else (2e-2, 2e-4)
         size = float(cotangent.double().abs().sum()) * atol
         if abs(numeric - autograd) > rtol * max(abs(numeric), abs(autograd)) + size:
             if given is None:  # nothing arrived, yet the output depends on it: the graph is cut
                 fail(missing.format(name=name), diagnosis)
             fail(wrong.format(name=name, numeric=numeric, autograd=autograd), diagnosis)
+    if largest == 0.0:  # a forward pass that depends on none of its inputs has no graph to judge
+        fail(say("constant_output", name="output"))

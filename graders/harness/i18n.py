@@ -66,6 +66,10 @@ CATALOG: dict[str, dict[str, str]] = {
         "zh": "`{name}` 中有 {count} 个（共 {total} 个）元素不对，例如位置 {index} 的 {got:.4g}。",
         "en": "`{name}` has {count} wrong entries out of {total}, for example {got:.4g} at {index}.",
     },
+    "constant_output": {
+        "zh": "`{name}` 对不同的输入给出了完全相同的结果：它不依赖输入，所以这项性质无从判断。",
+        "en": "`{name}` gives exactly the same result for different inputs: it does not depend on its input, so this property cannot be judged on it.",
+    },
     "batch_first": {
         "zh": "`{name}` 的第一维应是批次（{batch}），实际形状为 {shape}，无法比较各个样本。",
         "en": "`{name}` should have the batch ({batch}) as its first dimension; its shape is {shape}, so batch elements cannot be compared.",
@@ -182,6 +186,14 @@ CATALOG: dict[str, dict[str, str]] = {
         "en": "minimal (resource limits and deadlines only; use inside a container or VM)",
     },
     "level_none": {"zh": "未运行学生代码", "en": "no student code ran"},
+    "ui_cause": {
+        "zh": "同一个错误，{checks} 项检查，扣 {points} 分",
+        "en": "one mistake, {checks} checks, −{points} points",
+    },
+    "ui_see_cause": {"zh": "（原因见上面的 [{diagnosis}]）", "en": "(the mistake [{diagnosis}] above)"},
+    "ui_explained_in": {"zh": "题目中的讲解：", "en": "Explained in the statement:"},
+    "ui_statements": {"zh": "题目", "en": "Statements"},
+    "ui_axes": {"zh": "行：查询 ↓　列：键 →", "en": "rows: queries ↓ · columns: keys →"},
     "ui_check": {"zh": "检查", "en": "check"},
     "ui_points": {"zh": "得分", "en": "points"},
     "ui_status": {"zh": "状态", "en": "status"},

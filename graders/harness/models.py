@@ -126,6 +126,23 @@ class ExerciseResult(_Strict):
     output: str = Field("", description="what the student's code printed (capped)")
     output_dropped: int = Field(0, description="bytes of output dropped over the cap")
 
+    def shared_causes(self) -> list[Cause]:
+        """The causes behind more than one failed check: reports show each once, above its checks."""
+        return [c for c in self.causes if len(c.checks) > 1]
+
+    def shared_cause_of(self, check: CheckResult) -> Cause | None:
+        """The shared cause a failed check belongs to, if any."""
+        return next((c for c in self.shared_causes() if check.id in c.checks), None)
+
+    def repeats_earlier(self, check: CheckResult) -> bool:
+        """Does this check only repeat what an earlier check of its shared cause already says (the
+        same message, e.g. one exception raised in every check)? Reports then show it once."""
+        cause = self.shared_cause_of(check)
+        if cause is None or cause.checks[0] == check.id:
+            return False
+        first = next(c for c in self.checks if c.id == cause.checks[0])
+        return first.message == check.message and first.student_traceback == check.student_traceback
+
 
 class Report(_Strict):
     schema_version: int = SCHEMA_VERSION

@@ -30,7 +30,7 @@ class MutantSpec(BaseModel):
     expect: dict[str, str] = Field(
         min_length=1, description="check id -> expected diagnosis id ('' for none)"
     )
-    lang_note: str | None = None
+    origin: str | None = Field(None, description="where the mistake was seen (a tracker or forum address)")
 
 
 class Mutant(BaseModel):

@@ -332,7 +332,11 @@ class StudentSession:
             raise self._call_fault(reply["error"], label, call)
         value = reply.get("value")
         if isinstance(value, RemoteObject):
-            value._label = label if op == "getattr" else f"{label}(...)"
+            value._label = (
+                label
+                if op == "getattr"
+                else describe_call(label, fields.get("args", ()), fields.get("kwargs"))
+            )
         return value
 
     def _call_fault(self, err: dict, label: str, call: str = "") -> StudentFault:

@@ -44,6 +44,7 @@ from .models import ExerciseManifest, Report
 from .mutants import Mutant, failing_checks, load_mutants, mutant_problems, mutants_dir
 from .project import ManifestError, Project
 from .scaffold import EXAMPLE_CHECK, SCAFFOLD_MARKER
+from .statements import heading_lines, normalise_heading, section_matches
 
 DEFAULT_SEEDS = (1, 2, 20261129)
 NOT_PASSING = {"failed", "timeout", "not_implemented"}
@@ -262,19 +263,7 @@ def student_attributes(tree: ast.Module) -> set[str]:
 
 
 def statement_headings(path: Path) -> list[str]:
-    if not path.is_file():
-        return []
-    return [
-        normalise_heading(line)
-        for line in path.read_text(encoding="utf-8").splitlines()
-        if line.startswith("#")
-    ]
-
-
-def normalise_heading(text: str) -> str:
-    text = text.lstrip("#").strip().casefold()
-    text = re.sub(r"^[\d.()\s]+", "", text)  # "3. The steps" -> "the steps"
-    return text.strip(" .:：。")
+    return heading_lines(path.read_text(encoding="utf-8")) if path.is_file() else []
 
 
 def static_checks(project: Project, manifest: ExerciseManifest, verdict: ExerciseVerdict) -> None:
@@ -372,7 +361,7 @@ def text_checks(project: Project, manifest: ExerciseManifest, verdict: ExerciseV
             if diag.section is None:
                 continue
             wanted = normalise_heading(diag.section(lang))
-            if not any(wanted == h or wanted in h for h in headings):
+            if not any(section_matches(wanted, h) for h in headings):
                 verdict.warnings.append(
                     msg(
                         "section_unmatched",

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..models import Report
+from ..project import Project
 from . import gradescope, junit, prairielearn
 from .intake import Refusal, require_exercise_files
 from .result import SubmissionResult
@@ -39,13 +40,13 @@ def result_of(report: Report) -> SubmissionResult:
     return result
 
 
-def render(report: Report, fmt: str, color: bool = False) -> str:
+def render(report: Report, fmt: str, color: bool = False, project: Project | None = None) -> str:
     """`report` in any format: the LMS ones here, the others (text, html, md, json) in `reports`."""
     if fmt in RENDERERS:
         return RENDERERS[fmt](result_of(report))
     from ..reports import render as render_report
 
-    return render_report(report, fmt, color=color)
+    return render_report(report, fmt, color=color, project=project)
 
 
 __all__ = ["LMS_FORMATS", "RENDERERS", "SubmissionResult", "render", "result_of"]

@@ -1,17 +1,23 @@
 """Render a `Report` as terminal text, HTML, Markdown or JSON. Every format comes from the one model.
 
 HTML and Markdown go through Jinja templates (HTML with autoescape); JSON is the model itself.
+Given the project, the HTML report also carries the statements of its exercises, rendered, and a
+diagnosis links to the section of the statement that explains its mistake.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import jinja2
+from markupsafe import Markup, escape
 
 from ..i18n import labels
 from ..models import Report
+from ..project import Project
+from ..statements import RenderedStatement, render_statement
 
 TEMPLATES = Path(__file__).with_name("templates")
 FORMATS = ("text", "html", "md", "json")
@@ -37,11 +43,21 @@ def _cell_color(value: float, low: float, high: float) -> str:
     return f"rgb({r},{g},{b})"
 
 
+CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+def _code_spans(text: str) -> Markup:
+    """Plain text, escaped, with `code` shown as code (the only markup a message carries)."""
+    return Markup(CODE_SPAN.sub(r"<code>\1</code>", str(escape(text))))
+
+
 _env.filters["pts"] = _fmt
+_env.filters["code_spans"] = _code_spans
 _env.globals["cell_color"] = _cell_color
 
 
-def render(report: Report, fmt: str, color: bool = False) -> str:
+def render(report: Report, fmt: str, color: bool = False, project: Project | None = None) -> str:
+    """`report` as `fmt`; with `project`, an HTML report also holds the exercises' statements."""
     if fmt == "json":
         return report.model_dump_json(indent=2) + "\n"
     if fmt not in FORMATS:
@@ -49,7 +65,13 @@ def render(report: Report, fmt: str, color: bool = False) -> str:
     template = _env.get_template(
         {"text": "report.txt.j2", "html": "report.html.j2", "md": "report.md.j2"}[fmt]
     )
-    return template.render(r=report, t=labels(report.lang), color=color)
+    statements: dict[str, RenderedStatement] = {}
+    if project is not None and fmt == "html":
+        for exercise in report.exercises:
+            rendered = render_statement(project, exercise.id, report.lang)
+            if rendered is not None:
+                statements[exercise.id] = rendered
+    return template.render(r=report, t=labels(report.lang), color=color, statements=statements)
 
 
 def json_schema() -> str:
