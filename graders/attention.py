@@ -44,6 +44,13 @@ def global_max_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     return (e / e.sum(dim=dim, keepdim=True)).double()
 
 
+def row_min_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """softmax in float32 shifted by each row's minimum instead of its maximum: exact in theory, but
+    exp() of (largest − smallest) overflows on large scores."""
+    e = torch.exp(x.float() - x.float().amin(dim=dim, keepdim=True))
+    return (e / e.sum(dim=dim, keepdim=True)).double()
+
+
 def mistakes(q, k, v) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
     """(context, weights) as the common wrong formulas compute them, keyed by diagnosis id.
 
@@ -58,6 +65,8 @@ def mistakes(q, k, v) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
     after = plain / math.sqrt(d_k)
     naive = naive_softmax(scores(q, k))
     shifted = global_max_softmax(scores(q, k))
+    row_min = row_min_softmax(scores(q, k))
+    twice = torch.softmax(right_w, dim=-1)
     out = {
         "no_scaling": (plain @ v64, plain),
         "divide_by_dk": attention(q, k, v, scale=1.0 / d_k),
@@ -68,6 +77,9 @@ def mistakes(q, k, v) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
         "global_max_softmax": (shifted @ v64, shifted),
         "softmax_implicit_dim": attention(q, k, v, softmax_dim=0 if q.dim() in (0, 1, 3) else 1),
         "context_from_keys": (right_w @ k.double(), right_w),
+        "row_min_softmax": (row_min @ v64, row_min),
+        "double_softmax": (twice @ v64, twice),
+        "context_from_scores": (scores(q, k) @ v64, right_w),
     }
     causal = torch.ones(right_w.shape[-2:], dtype=torch.bool).tril()  # (L, S): query i sees keys ≤ i
     masked = torch.softmax(scores(q, k).masked_fill(~causal, float("-inf")), dim=-1)
@@ -152,16 +164,33 @@ def recovered_scale(weights: torch.Tensor, raw_scores: torch.Tensor | list[torch
             return found
     if weights.dim() < 3:
         return None
-    per_slice = []
+    for raw in candidates:
+        rows, cols = raw.shape[-2:]
+        pieces = [r for r in raw.reshape(-1, rows, cols)]
+        for i in range(weights.dim()):  # any two axes of the weights may hold (queries, keys)
+            for j in range(weights.dim()):
+                if i != j and (weights.shape[i], weights.shape[j]) == (rows, cols):
+                    found = _scale_slice_by_slice(weights.movedim((i, j), (-2, -1)), pieces)
+                    if found is not None:
+                        return found
+    return None
+
+
+def _scale_slice_by_slice(weights: torch.Tensor, pieces: list[torch.Tensor]) -> float | None:
+    """One scale shared by every (L, S) slice of `weights`, each fitted to whichever of `pieces` (raw
+    score slices) it matches: heads and batch elements may come in any order."""
+    common: list[float] | None = None
     for piece in weights.reshape(-1, *weights.shape[-2:]):
-        fits = {_scale_of(piece, r) for raw in candidates for r in raw.reshape(-1, *raw.shape[-2:])}
-        fits.discard(None)
+        fits = {_scale_of(piece, r) for r in pieces} - {None}
         if not fits:
             return None
-        per_slice.append(sorted(fits))
-    common = per_slice[0]
-    for fits in per_slice[1:]:
-        common = [s for s in common if any(abs(s / t - 1) < 1e-3 for t in fits)]
+        common = (
+            sorted(fits)
+            if common is None
+            else [s for s in common if any(abs(s / t - 1) < 1e-3 for t in fits)]
+        )
+        if not common:
+            return None
     return common[0] if common else None
 
 
@@ -207,6 +236,27 @@ def scale_estimator(raw_scores: torch.Tensor, expected_scale: float, what: str =
         if found is None or abs(found / expected_scale - 1) < 1e-3:
             return None
         return scale_diagnosis(found, expected_scale, what, {})
+
+    return estimate
+
+
+def localised(right_weights: torch.Tensor, weights: torch.Tensor | None, before: str, after: str):
+    """An `expect.close` estimator for an output that no known formula explains: it says which side
+    of the attention weights the mistake is on. The student's own `weights` are the evidence: right
+    weights put the mistake after them (`after`); weights that are a proper distribution over the
+    keys (every row ≥ 0, summing to one) but not the right one put it in the scores or the softmax
+    (`before`). Other weights say nothing."""
+
+    def estimate(_: torch.Tensor):
+        if weights is None or weights.shape != right_weights.shape or not bool(torch.isfinite(weights).all()):
+            return None
+        w = weights.double()
+        if torch.allclose(w, right_weights.double(), rtol=1e-4, atol=1e-5):
+            return after, {}
+        rows = w.sum(-1)
+        if bool((w >= 0).all()) and torch.allclose(rows, torch.ones_like(rows), atol=1e-3):
+            return before, {}
+        return None
 
     return estimate
 

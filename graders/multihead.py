@@ -151,6 +151,7 @@ SCORE_READINGS: dict[str, dict] = {  # mistakes that change which scores each he
     "weight_not_transposed": dict(linear="weight_not_transposed"),
     "missing_bias": dict(linear="missing_bias"),
     "no_projections": dict(no_projections=True),
+    "sequence_first": dict(sequence_first=True),
 }
 
 
@@ -160,7 +161,9 @@ def score_readings(x: torch.Tensor, state: dict[str, torch.Tensor], num_heads: i
     so that a wrong split or projection does not hide a right scale."""
     out = []
     for options in SCORE_READINGS.values():
-        q, k, _ = projections(x, state, num_heads, **options)
+        options = dict(options)
+        seen = x.transpose(0, 1) if options.pop("sequence_first", False) else x  # (L, B, E) read as (B, L, E)
+        q, k, _ = projections(seen, state, num_heads, **options)
         out.append(A.scores(q, k, 1.0))
     return out
 
@@ -242,6 +245,10 @@ def variants(
     out = {diagnosis: forward(x, state, num_heads, **options) for diagnosis, options in wrong.items()}
     right_out, right_w = forward(x, state, num_heads)
     out["weights_averaged"] = (right_out, right_w.mean(1))
+    out["residual_added"] = (right_out + x.double(), right_w)
+    q, k, v = projections(x, state, num_heads)  # (B, H, L, d_k) each
+    self_w = torch.softmax(A.scores(q, q), dim=-1)  # k = q: each head compares queries with queries
+    out["keys_from_queries"] = (A.project(merge_heads(self_w @ v.double()), state, "out_proj"), self_w)
     return out
 
 

@@ -16,8 +16,6 @@ new positions, so a permuted sequence is `tokens[order]` and undoing it needs th
 
 from __future__ import annotations
 
-import math
-
 import torch
 
 from graders import attention as A
@@ -82,6 +80,9 @@ def pe_variants(seq_len: int, d_model: int) -> dict[str, torch.Tensor]:
         "pe_cos_of_sin": _odd_columns(sinusoidal(seq_len, d_model), lambda t: torch.cos(torch.sin(t))),
         "pe_all_sines": _odd_columns(sinusoidal(seq_len, d_model), torch.sin),
         "pe_cos_sign": _odd_columns(sinusoidal(seq_len, d_model), lambda t: -torch.cos(t)),
+        "pe_scaled": sinusoidal(seq_len, d_model) * d_model**0.5,
+        "pe_power_of_position": _interleaved((pos / 10000.0) ** (two_i / d_model)),
+        "pe_integer_values": sinusoidal(seq_len, d_model).trunc(),
     }
 
 
@@ -133,16 +134,14 @@ def pair_frequencies(table: torch.Tensor, atol: float) -> list[float] | None:
 
 
 def last_column_is_sine(table: torch.Tensor, atol: float) -> bool:
-    """Is the last column sin(pos·ω) for some ω (the lone sine of an odd d_model)?"""
-    t = table.detach().double()
-    if t.dim() != 2 or t.shape[0] < 2:
+    """Is the last column a sine of an angle that grows from 0 at position 0 (the lone sine of an odd
+    d_model)? 0 at position 0, within [-1, 1], and not a column of zeros; which angle is the
+    formula checks' business."""
+    if table.dim() != 2 or table.shape[0] < 2:
         return False
-    pos = torch.arange(t.shape[0], dtype=torch.float64)
-    first = float(torch.asin(t[1, -1].clamp(-1, 1)))
-    return any(
-        torch.allclose(t[:, -1], torch.sin(pos * omega), rtol=0, atol=atol)
-        for omega in (first, math.pi - first)
-    )
+    column = table.detach().double()[:, -1]
+    largest = float(column.abs().max())
+    return abs(float(column[0])) <= atol and 0.0 < largest <= 1 + atol
 
 
 def base_of(table: torch.Tensor, atol: float) -> float | None:

@@ -13,6 +13,8 @@ else. The answer is the answer: no message shows an expected number, only which 
 and how they relate to the student's own answers.
 """
 
+import math
+
 import torch
 
 from graders import attention as A
@@ -26,6 +28,7 @@ V = torch.arange(1, 13, dtype=torch.float64).reshape(3, 4)  # (3, 4)
 D_K = 4
 SHAPES = {"SCORES": (3, 3), "WEIGHTS": (3, 3), "CONTEXT": (3, 4)}
 CONTEXT_SHAPES = {"context_one_row": [(4,), (1, 4)], "context_transposed": (4, 3)}
+SCORES_SHAPES = {"scores_transposed_product": (4, 4)}  # QᵀK instead of QKᵀ
 ATOL = 0.006  # two-decimal rounding of scores and weights
 CONTEXT_ATOL = 0.01  # two-decimal rounding of context entries near 10
 ROW_SUM_ATOL = 0.016  # three weights, each rounded to two decimals
@@ -60,6 +63,10 @@ NOT_DOT_PRODUCTS_TEXT = Text(
     en="{count} entries of SCORES are not q_i·k_j times the factor the other entries agree on ({factor:.4g}):"
     " {entries}.",
 )
+NOT_TIMES_V_TEXT = Text(
+    zh="你的 WEIGHTS 形状为 {shape}，无法与 V（3×4）相乘：每一行要对 V 的 3 行加权。",
+    en="Your WEIGHTS, of shape {shape}, cannot multiply V (3×4): each row weighs the 3 rows of V.",
+)
 NO_FACTOR_TEXT = Text(
     zh="从你的 SCORES 中读不出统一的缩放系数：它们不是点积 q_i·k_j 乘以同一个数。",
     en="No common factor can be read off your SCORES: they are not the dot products q_i·k_j times one number.",
@@ -70,19 +77,28 @@ SCALE_TEXT = Text(
 )
 
 
-def answer(student, name: str) -> torch.Tensor:
-    """The student's constant `name` as a float64 tensor of the exact expected shape."""
+def answer(student, name: str, *, as_meant: bool = False) -> torch.Tensor:
+    """The student's constant `name` as a float64 tensor of the exact expected shape, or with
+    `as_meant` any 2-D table: how the answers agree with each other is judged on the tables the
+    student wrote, whatever their shape (`answer_shapes` charges a shape)."""
     value = getattr(student, name)
     if value is None:
         raise StudentNotImplemented(say("not_implemented", name=name))
     if isinstance(value, torch.Tensor) and value.dtype in (torch.int8, torch.int16, torch.int32, torch.int64):
         value = value.double()  # whole numbers such as the scores may come as an integer tensor
-    wrong_shapes = CONTEXT_SHAPES if name == "CONTEXT" else {}
+    wrong_shapes = {"CONTEXT": CONTEXT_SHAPES, "SCORES": SCORES_SHAPES}.get(name, {})
+    if as_meant:
+        table = expect.tensor(value, name, convert=True, finite=False).detach().double()
+        if table.dim() != 2:  # not a table: say how it differs from the one asked for
+            expect.tensor(table, name, SHAPES[name], shape_variants=wrong_shapes, finite=False)
+        return table
     return expect.tensor(value, name, SHAPES[name], convert=True, finite=False,
                          shape_variants=wrong_shapes).detach().double()  # fmt: skip
 
 
-def common_factor(scores: torch.Tensor) -> tuple[tuple[float, float] | None, torch.Tensor]:
+def common_factor(
+    scores: torch.Tensor, raw: torch.Tensor = RAW
+) -> tuple[tuple[float, float] | None, torch.Tensor]:
     """The range of factors c with SCORES ≈ c · QKᵀ (each entry within rounding) that most entries
     agree on, and the entries that do not agree.
 
@@ -90,9 +106,11 @@ def common_factor(scores: torch.Tensor) -> tuple[tuple[float, float] | None, tor
     range shared by the most entries wins (a slip in one or two entries does not move it); entries
     with q_i·k_j = 0 must be 0. None when fewer than five of the seven nonzero entries agree.
     """
-    nonzero = RAW != 0
-    lows = ((scores - ATOL) / RAW)[nonzero].tolist()
-    highs = ((scores + ATOL) / RAW)[nonzero].tolist()
+    if scores.shape != raw.shape:
+        return None, torch.ones(scores.shape, dtype=torch.bool)
+    nonzero = raw != 0
+    lows = ((scores - ATOL) / raw)[nonzero].tolist()
+    highs = ((scores + ATOL) / raw)[nonzero].tolist()
     best: tuple[int, float, float] = (0, 0.0, 0.0)
     for c in lows:  # the best range starts where some entry's range starts
         agree = [(lo, hi) for lo, hi in zip(lows, highs, strict=True) if lo <= c + 1e-12 and c <= hi + 1e-12]
@@ -100,9 +118,49 @@ def common_factor(scores: torch.Tensor) -> tuple[tuple[float, float] | None, tor
             best = (len(agree), max(lo for lo, _ in agree), min(hi for _, hi in agree))
     count, low, high = best
     factor = (low + high) / 2
-    off = torch.where(nonzero, (scores - factor * RAW).abs() > ATOL + (high - low) / 2 * RAW.abs(),
+    off = torch.where(nonzero, (scores - factor * raw).abs() > ATOL + (high - low) / 2 * raw.abs(),
                       scores.abs() > ATOL)  # fmt: skip
-    return ((low, high) if count >= 5 else None), off
+    return ((low, high) if count >= int(nonzero.sum()) - 2 else None), off
+
+
+def rows_reordered(expected: torch.Tensor, name: str, atol: float):
+    """An estimator naming rows that are right but in another order (row i belongs to token i)."""
+
+    def estimate(got: torch.Tensor):
+        if got.shape != expected.shape:
+            return None
+        order = []
+        for row in got:
+            hits = [i for i, want in enumerate(expected) if torch.allclose(row, want, rtol=0, atol=atol)]
+            if not hits:
+                return None
+            order.append(hits[0])
+        is_permutation = sorted(order) == list(range(len(order)))
+        return ("rows_reordered", {"name": name}) if is_permutation and order != sorted(order) else None
+
+    return estimate
+
+
+def softmax_base(scores: torch.Tensor):
+    """An estimator naming weights that are b^SCORES normalised per row with b ≠ e (e taken as 3,
+    2^s, e^(−s), …): the base is read off the weights by least squares on their logarithms."""
+
+    def estimate(got: torch.Tensor):
+        if got.shape != scores.shape or not bool((got > 0).all()) or not bool(torch.isfinite(scores).all()):
+            return None
+        rows = got.sum(-1)
+        if not torch.allclose(rows, torch.ones_like(rows), atol=ROW_SUM_ATOL):
+            return None
+        y = torch.log(got) - torch.log(got).mean(-1, keepdim=True)
+        x = scores - scores.mean(-1, keepdim=True)
+        if float((x * x).sum()) < 1e-9:
+            return None
+        slope = float((x * y).sum() / (x * x).sum())  # ln b
+        if float((y - slope * x).abs().max()) > 0.05 or abs(slope - 1) < 0.02:
+            return None
+        return "softmax_wrong_base", {"base": f"{math.exp(slope):.3g}"}
+
+    return estimate
 
 
 def few_entries_off(expected: torch.Tensor, name: str, atol: float):
@@ -135,18 +193,18 @@ def test_answer_shapes(student):
 
 @check("weights_rows_sum_to_one")
 def test_weights_rows_sum_to_one(student):
-    weights = answer(student, "WEIGHTS")
+    weights = answer(student, "WEIGHTS", as_meant=True)
     sums = weights.sum(-1)
     text = ROWS_TEXT.format(atol=ROW_SUM_ATOL, sums=format_sums(sums), low=float(weights.min()))
     expect.true(bool((weights >= -ATOL).all()), text)
     variants = {name: w.sum(-1) for name, w in WEIGHT_VARIANTS.items()}
-    expect.close(sums, torch.ones(3, dtype=torch.float64), "WEIGHTS.sum(-1)", rtol=0, atol=ROW_SUM_ATOL,
+    expect.close(sums, torch.ones_like(sums), "WEIGHTS.sum(-1)", rtol=0, atol=ROW_SUM_ATOL,
                  variants=variants)  # fmt: skip
 
 
 @check("weights_match_scores")
 def test_weights_match_scores(student, evidence):
-    scores, weights = answer(student, "SCORES"), answer(student, "WEIGHTS")
+    scores, weights = answer(student, "SCORES", as_meant=True), answer(student, "WEIGHTS", as_meant=True)
     expected = torch.softmax(scores, dim=-1)
     evidence.heatmap("WEIGHTS", weights, expected)
     variants = {
@@ -157,25 +215,44 @@ def test_weights_match_scores(student, evidence):
         "softmax_whole_matrix": torch.exp(scores) / torch.exp(scores).sum(),
         "sigmoid_not_softmax": torch.sigmoid(scores),
         "log_softmax": torch.log_softmax(scores, dim=-1),
-        "weights_from_unscaled": torch.softmax(RAW, dim=-1),
+        "weights_from_unscaled": torch.softmax(RAW, dim=-1) if scores.shape == RAW.shape else None,
+        "exp_not_normalised": torch.exp(scores),
+        "normalised_by_max": torch.exp(scores) / torch.exp(scores).amax(-1, keepdim=True),
+        "weights_in_percent": 100 * expected,
+        "rounded_too_coarsely": expected.round(decimals=1),
+        "hard_attention": torch.nn.functional.one_hot(scores.argmax(-1), scores.shape[-1]).double(),
+        "softmax_plus_one": torch.exp(scores) / (1 + torch.exp(scores).sum(-1, keepdim=True)),
     }
     expect.close(weights, expected, "WEIGHTS vs softmax(SCORES)", rtol=0, atol=ATOL, variants=variants,
-                 estimators=[few_entries_off(expected, "WEIGHTS", ATOL)], reveal=False,
+                 estimators=[rows_reordered(expected, "WEIGHTS", ATOL), softmax_base(scores),
+                             few_entries_off(expected, "WEIGHTS", ATOL)], reveal=False,
                  hint=SOFTMAX_HINT)  # fmt: skip
 
 
 @check("context_matches_weights")
 def test_context_matches_weights(student):
-    scores, weights, context = (answer(student, name) for name in SHAPES)
+    scores, weights, context = (answer(student, name, as_meant=True) for name in SHAPES)
+    expect.true(weights.shape[-1] == V.shape[0], NOT_TIMES_V_TEXT.format(shape=tuple(weights.shape)))
+    expect.tensor(
+        context, "CONTEXT", (weights.shape[0], V.shape[1]), shape_variants=CONTEXT_SHAPES, finite=False
+    )
     variants = {
-        "transposed_in_context": weights.T @ V,
-        "context_without_softmax": scores @ V,
+        "transposed_in_context": weights.T @ V if weights.shape[0] == V.shape[0] else None,
+        "context_without_softmax": scores @ V if scores.shape[-1] == V.shape[0] else None,
         "context_from_q": weights @ Q,
         "context_rounded": (weights @ V).round(),
+        "context_values_reversed": weights @ V.flip(0),
+        "context_is_v": V,
+        "context_averaged": weights @ V / weights.shape[-1],
+        "context_plus_v": weights @ V + V,
+        "context_plus_q": weights @ V + Q,
+        "context_from_coarser_weights": weights.round(decimals=1) @ V,
     }
     expect.close(context, weights @ V, "CONTEXT vs WEIGHTS·V", rtol=0, atol=CONTEXT_ATOL, variants=variants,
-                 readings=[torch.softmax(scores, dim=-1) @ V], reveal=False, hint=CONTEXT_HINT,
-                 estimators=[few_entries_off(weights @ V, "CONTEXT", CONTEXT_ATOL)])  # fmt: skip
+                 readings=[torch.softmax(scores, dim=-1) @ V if scores.shape[-1] == V.shape[0] else None],
+                 reveal=False, hint=CONTEXT_HINT,
+                 estimators=[rows_reordered(weights @ V, "CONTEXT", CONTEXT_ATOL),
+                             few_entries_off(weights @ V, "CONTEXT", CONTEXT_ATOL)])  # fmt: skip
 
 
 # ---------------------------------------------------------------- hidden: SCORES themselves
@@ -185,7 +262,12 @@ def test_context_matches_weights(student):
 def test_scores_dot_products(student):
     scores = answer(student, "SCORES")
     factors, off = common_factor(scores)
-    expect.true(factors is not None, NO_FACTOR_TEXT)
+    if factors is None:  # no common factor of q·kᵀ: another product, or another similarity?
+        other = {"scores_from_values": Q @ V.T, "scores_transposed_product": Q.T @ K}
+        named = next((d for d, raw in other.items() if common_factor(scores, raw)[0] is not None), None)
+        cosine = RAW / (Q.norm(dim=-1, keepdim=True) * K.norm(dim=-1)[None, :])
+        named = named or ("cosine_scores" if common_factor(scores, cosine)[0] is not None else None)
+        expect.fail(NO_FACTOR_TEXT, named)
     entries = ", ".join(f"{tuple(i)} = {float(scores[tuple(i)]):.4g}" for i in off.nonzero().tolist()[:3])
     text = NOT_DOT_PRODUCTS_TEXT.format(count=int(off.sum()), factor=sum(factors) / 2, entries=entries)
     expect.true(not bool(off.any()), text, "wrong_entries", name="SCORES", entries=entries)
@@ -193,7 +275,11 @@ def test_scores_dot_products(student):
 
 @check("scores_scaled")
 def test_scores_scaled(student):
-    factors, _ = common_factor(answer(student, "SCORES"))
+    scores = answer(student, "SCORES", as_meant=True)
+    # the scale is read against the dot products the student meant, or any other product they took
+    products = [RAW, Q @ V.T, Q.T @ K, Q @ Q.T]
+    readings = [found for raw in products if (found := common_factor(scores, raw)[0]) is not None]
+    factors = readings[0] if readings else None
     expect.true(factors is not None, NO_FACTOR_TEXT)
     low, high = factors
     if not low <= 1 / D_K**0.5 <= high:

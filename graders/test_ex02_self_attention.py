@@ -24,6 +24,7 @@ SDPA_SHAPES = [((2, 5, 16), (2, 7, 16), (2, 7, 3)), ((3, 2, 4, 16), (3, 2, 6, 16
 HIDDEN_SHAPES = [((4, 9), (6, 9), (6, 2)), ((2, 3, 1, 8), (2, 3, 11, 8), (2, 3, 11, 7))]
 LAYERS = ["query", "key", "value"]
 LARGE_SCORE = 2000.0  # raw q·k of the aligned pairs: 2000/√16 = 500 overflows exp() in float32 and float64
+ROW_SUM_ATOL = 1e-3  # a softmax computed in half precision still sums to one within this
 BACKWARD_ERRORS = {"inplace_breaks_backward": r"modified by an inplace operation"}
 KNOWN_ERRORS = {
     "transpose_fixed_dims": r"(?s)RuntimeError.*\n.*\.transpose\(1, ?2\)",
@@ -38,8 +39,39 @@ def qkv(rng, shapes, dtype=torch.float32):
 
 
 def call_sdpa(student, q, k, v):
-    return expect.unpack(
-        student.scaled_dot_product_attention(q, k, v), 2, "scaled_dot_product_attention(q, k, v)"
+    """(context, weights), read as meant: outputs in the other order, or the context alone, are taken
+    for what they are (`sdpa_shapes` charges the order)."""
+    name = "scaled_dot_product_attention(q, k, v)"
+    lead = q.shape[:-1]
+    return expect.pair_as_meant(
+        student.scaled_dot_product_attention(q, k, v), name, ((*lead, v.shape[-1]), (*lead, k.shape[-2]))
+    )
+
+
+def padded(t: torch.Tensor, times: int = 4) -> torch.Tensor:
+    """t with zeros appended to its last dimension, `times` times as long: dot products unchanged."""
+    return torch.cat([t, torch.zeros(*t.shape[:-1], (times - 1) * t.shape[-1], dtype=t.dtype)], dim=-1)
+
+
+def scales_with_sqrt_dk(student, q, k, v) -> bool:
+    """Does the function see its scores as q·kᵀ/√d_k, whatever it does with them afterwards?
+
+    Padding q and k with zeros to 4·d_k leaves every dot product as it is and halves 1/√d_k, so a
+    function of q·kᵀ/√d_k must give for padded q and k what it gives for q/2; and it must give
+    something else for q than for q/2 (it depends on the scores at all). Judged on the student's
+    outputs alone, so it holds for any softmax axis, layout or later step.
+    """
+    halved = call_sdpa(student, q / 2, k, v)
+    wider = call_sdpa(student, padded(q), padded(k), v)
+    plain = call_sdpa(student, q, k, v)
+    for a, b, c in zip(halved, wider, plain, strict=True):
+        if not all(isinstance(t, torch.Tensor) for t in (a, b, c)) or a.shape != b.shape:
+            return False
+        if expect.error_ratio(a, b, 1e-4, 1e-5) > 1:
+            return False
+    return any(
+        isinstance(a, torch.Tensor) and isinstance(c, torch.Tensor) and expect.largest_difference(a, c) > 1e-6
+        for a, c in zip(halved, plain, strict=True)
     )
 
 
@@ -88,13 +120,14 @@ def layer_module(student, x, state):
     return expect.with_definitions(student, CORRECT_SDPA, "correct_sdpa"), None
 
 
-def student_layer(student, rng, batch, length, embed, dtype=torch.float32):
+def student_layer(student, rng, batch, length, embed, dtype=torch.float32, properties=False):
     """The student's SimpleSelfAttention(embed) in eval mode, loaded with seeded weights, an input x
     and the student's own attention on its projections (see `layer_module`).
 
     Eval mode, as in exercise 4: an nn.Dropout that eval() switches off is fair; randomness that
     stays on in eval mode is the mistake `randomness_in_forward`. Weights the layer does not have
-    are reported by `layer_structure`; here they are simply not loaded (strict=False).
+    are reported by `layer_structure`; here they are simply not loaded (strict=False). A check of a
+    property (`properties`) takes a layer whose weights have other shapes with its own weights.
     """
     state = A.linear_weights(LAYERS, embed, embed, rng)
     x = torch.randn(batch, length, embed, generator=rng)
@@ -104,13 +137,16 @@ def student_layer(student, rng, batch, length, embed, dtype=torch.float32):
         layer = layer.double()
         state = {key: value.double() for key, value in state.items()}
         x = x.double()
-    layer.load_state_dict(state, strict=False)
+    state = expect.load_weights(layer, state, own_if_mismatched=properties)
     layer.eval()
     return layer, state, x, own
 
 
 def run(layer, x, label="SimpleSelfAttention.forward(x)"):
-    return expect.unpack(layer(x), 2, label)
+    """(context, weights) of the layer, read as meant: the other order, or the context alone, taken
+    for what they are (`layer_shapes` charges the order)."""
+    batch, length, embed = x.shape
+    return expect.pair_as_meant(layer(x), label, ((batch, length, embed), (batch, length, length)))
 
 
 def expected_layer(state, x):
@@ -128,6 +164,9 @@ def layer_variants(state, x):
     out["shared_qkv"] = A.attention(shared, shared, shared)
     out["value_from_key"] = A.attention(q, k, k)
     out["no_projections"] = A.attention(x, x, x)
+    out["query_key_swapped"] = A.attention(k, q, v)  # q from the key layer, k from the query layer
+    out["relu_after_projections"] = A.attention(q.relu(), k.relu(), v.relu())
+    out["residual_added"] = (right_c + x.double(), right_w)
     for mistake in ("weight_not_transposed", "missing_bias"):
         q2, k2, v2 = (A.project(x, state, name, mistake=mistake) for name in LAYERS)
         out[mistake] = A.attention(q2, k2, v2)
@@ -135,19 +174,23 @@ def layer_variants(state, x):
     return out
 
 
-def compare_layer(layer, state, x, own, evidence=None):
-    """Weights, then context, against the formula or the student's own attention (`own`)."""
+def compare_layer(layer, state, x, own, expected=None, evidence=None):
+    """Weights, then context, against `expected` (default: the formula) or the student's own
+    attention (`own`); an output no known mistake explains is localised by the weights."""
     context, weights = run(layer, x)
-    expected_c, expected_w = expected_layer(state, x)
+    expected_c, expected_w = expected if expected is not None else expected_layer(state, x)
     own_c, own_w = own if own is not None else (None, None)
     variants = layer_variants(state, x)
     if evidence is not None and isinstance(weights, torch.Tensor) and weights.dim() == 3:
         evidence.heatmap("weights[0]", weights[0].double(), expected_w[0])
     joint_c = context if isinstance(context, torch.Tensor) else None
     joint_w = weights if isinstance(weights, torch.Tensor) else None
+    where = [A.localised(own_w if own_w is not None else expected_w, joint_w, "layer_scores_wrong",
+                         "layer_after_weights")]  # fmt: skip
     expect.close(weights, expected_w, "weights", readings=[own_w], joint=joint_c,
-                 variants={d: (w, c) for d, (c, w) in variants.items()})  # fmt: skip
-    expect.close(context, expected_c, "context", readings=[own_c], joint=joint_w, variants=variants)
+                 variants={d: (w, c) for d, (c, w) in variants.items()}, estimators=where)  # fmt: skip
+    expect.close(context, expected_c, "context", readings=[own_c], joint=joint_w, variants=variants,
+                 estimators=where)  # fmt: skip
 
 
 ROWS_TEXT = Text(
@@ -186,8 +229,11 @@ SCALE_TEXT = Text(
 def test_sdpa_shapes(student, rng):
     for shapes in SDPA_SHAPES:
         q, k, v = qkv(rng, shapes)
-        context, weights = call_sdpa(student, q, k, v)
         lead, length, keys = q.shape[:-2], q.shape[-2], k.shape[-2]
+        shapes = ((*lead, length, v.shape[-1]), (*lead, length, keys))
+        got = student.scaled_dot_product_attention(q, k, v)
+        context, weights = expect.pair_in_order(got, "scaled_dot_product_attention(q, k, v)", shapes,
+                                                ("context", "weights"))  # fmt: skip
         expect.tensor(weights, "weights", (*lead, length, keys), finite=False,
                       shape_variants={"transposed_weights": (*lead, keys, length)})  # fmt: skip
         expect.tensor(context, "context", (*lead, length, v.shape[-1]), finite=False)
@@ -202,7 +248,11 @@ def test_sdpa_rows_sum_to_one(student, rng):
     text = ROWS_TEXT.format(low=float(weights.min()), sum_low=float(sums.min()), sum_high=float(sums.max()))
     expect.true(bool((weights >= 0).all()), text)
     expect.close(
-        sums, torch.ones_like(sums), "weights.sum(-1)", atol=1e-4, variants=A.row_sum_variants(q, k, v)
+        sums,
+        torch.ones_like(sums),
+        "weights.sum(-1)",
+        atol=ROW_SUM_ATOL,
+        variants=A.row_sum_variants(q, k, v),
     )
 
 
@@ -217,7 +267,9 @@ def test_sdpa_scaling(student, rng, evidence):
     d_k = q.shape[-1]
     joint = context if isinstance(context, torch.Tensor) else None
     found = A.recovered_scale(weights, A.scores(q, k, 1.0))
-    if found is None:  # not a softmax of scaled scores: name what it is, if it is a known formula
+    if found is None:  # the scale cannot be read off the weights: judge how the outputs move with d_k
+        if scales_with_sqrt_dk(student, q, k, v):
+            return
         expect.close(weights, expected_w, "weights", variants=A.weight_variants(q, k, v), joint=joint,
                      hint=NOT_SOFTMAX_TEXT)  # fmt: skip
         return  # the weights are the right ones, though too flat or too peaked to fit a scale to
@@ -239,8 +291,9 @@ def test_sdpa_matches_oracle(student, rng):
         q, k, v = qkv(rng, shapes)
         context, weights = call_sdpa(student, q, k, v)
         joint = weights if isinstance(weights, torch.Tensor) else None
+        where = A.localised(A.attention(q, k, v)[1], joint, "sdpa_before_softmax", "sdpa_after_softmax")
         expect.close(context, A.attention_oracle(q, k, v), "context", variants=A.context_variants(q, k, v),
-                     joint=joint, estimators=[A.scale_estimator_via_weights(joint, q, k, v)])  # fmt: skip
+                     joint=joint, estimators=[A.scale_estimator_via_weights(joint, q, k, v), where])  # fmt: skip
 
 
 @check("sdpa_matches_reference")
@@ -252,9 +305,11 @@ def test_sdpa_matches_reference(student, reference, rng):
         joint_c = context if isinstance(context, torch.Tensor) else None
         joint_w = weights if isinstance(weights, torch.Tensor) else None
         raw = A.scores(q, k, 1.0)
+        where = A.localised(expected_w, joint_w, "sdpa_before_softmax", "sdpa_after_softmax")
         expect.close(weights, expected_w, "weights", variants=A.weight_variants(q, k, v), joint=joint_c,
-                     estimators=[A.scale_estimator(raw, 1 / math.sqrt(q.shape[-1]))])  # fmt: skip
-        expect.close(context, expected_c, "context", variants=A.context_variants(q, k, v), joint=joint_w)
+                     estimators=[A.scale_estimator(raw, 1 / math.sqrt(q.shape[-1])), where])  # fmt: skip
+        expect.close(context, expected_c, "context", variants=A.context_variants(q, k, v), joint=joint_w,
+                     estimators=[where])  # fmt: skip
 
 
 @check("sdpa_large_scores")
@@ -273,11 +328,14 @@ def test_sdpa_large_scores(student, rng):
 @check("sdpa_gradients")
 def test_sdpa_gradients(student, rng):
     q, k, v = qkv(rng, SDPA_SHAPES[0], torch.float64)
-    context, _ = call_sdpa(student, q, k, v)
+    returned = student.scaled_dot_product_attention(q, k, v)
+    context = expect.pair_as_meant(returned, "scaled_dot_product_attention(q, k, v)",
+                                   ((2, 5, 3), (2, 5, 7)))[0]  # fmt: skip
     context = expect.tensor(context, "context", finite=False)
     g_context = torch.randn(context.shape, generator=rng, dtype=torch.float64)  # their own output's shape
     with expect.known_errors(BACKWARD_ERRORS):
-        result = expect.vjp(student.scaled_dot_product_attention, [q, k, v], [0, 1, 2], [g_context, None])
+        result = expect.vjp(student.scaled_dot_product_attention, [q, k, v], [0, 1, 2],
+                            expect.cotangents_for(returned, context, g_context))  # fmt: skip
 
         def forward(values):
             return call_sdpa(student, values["q"], values["k"], values["v"])[0]
@@ -307,7 +365,10 @@ def test_layer_structure(student):
 def test_layer_shapes(student, rng):
     batch, length, embed = 2, 5, 6
     layer, _, x, _ = student_layer(student, rng, batch, length, embed)
-    context, weights = run(layer, x)
+    shapes = ((batch, length, embed), (batch, length, length))
+    context, weights = expect.pair_in_order(
+        layer(x), "SimpleSelfAttention.forward(x)", shapes, ("context", "weights")
+    )
     expect.tensor(context, "context", (batch, length, embed), finite=False)
     expect.tensor(weights, "weights", (batch, length, length), finite=False)
 
@@ -315,39 +376,34 @@ def test_layer_shapes(student, rng):
 @check("layer_matches_oracle")
 def test_layer_matches_oracle(student, rng, evidence):
     layer, state, x, own = student_layer(student, rng, 2, 5, 16)
-    compare_layer(layer, state, x, own, evidence)
+    compare_layer(layer, state, x, own, evidence=evidence)
 
 
 @check("layer_matches_reference")
 def test_layer_matches_reference(student, reference, rng):
     layer, state, x, own = student_layer(student, rng, 3, 4, 10)
-    context, weights = run(layer, x)
     trusted = reference.SimpleSelfAttention(10).double()
     trusted.load_state_dict({k: v.double() for k, v in state.items()})
     with torch.no_grad():
-        expected_c, expected_w = trusted(x.double())
-    own_c, own_w = own if own is not None else (None, None)
-    variants = layer_variants(state, x)
-    joint_c = context if isinstance(context, torch.Tensor) else None
-    joint_w = weights if isinstance(weights, torch.Tensor) else None
-    expect.close(weights, expected_w, "weights", readings=[own_w], joint=joint_c,
-                 variants={d: (w, c) for d, (c, w) in variants.items()})  # fmt: skip
-    expect.close(context, expected_c, "context", readings=[own_c], joint=joint_w, variants=variants)
+        expected = trusted(x.double())
+    compare_layer(layer, state, x, own, expected)
 
 
 @check("layer_batch_independence")
 def test_layer_batch_independence(student, rng):
-    layer, _, x, _ = student_layer(student, rng, 3, 4, 6)
+    layer, _, x, _ = student_layer(student, rng, 3, 4, 6, properties=True)
     expect.batch_independent(lambda inputs: run(layer, inputs)[0], x, rng, "context")
 
 
 @check("layer_gradients")
 def test_layer_gradients(student, rng):
-    layer, state, x, _ = student_layer(student, rng, 2, 5, 6, dtype=torch.float64)
-    context = expect.tensor(run(layer, x)[0], "context", finite=False)
+    layer, state, x, _ = student_layer(student, rng, 2, 5, 6, dtype=torch.float64, properties=True)
+    returned = layer(x)
+    context = expect.pair_as_meant(returned, "SimpleSelfAttention.forward(x)", ((2, 5, 6), (2, 5, 5)))[0]
+    context = expect.tensor(context, "context", finite=False)
     g_context = torch.randn(context.shape, generator=rng, dtype=torch.float64)
     with expect.known_errors(BACKWARD_ERRORS):
-        result = expect.vjp(layer, [x], [0], [g_context, None])
+        result = expect.vjp(layer, [x], [0], expect.cotangents_for(returned, context, g_context))
 
         def forward(values):
             layer.load_state_dict({k: values[k] for k in state}, strict=False)
@@ -361,7 +417,7 @@ def test_layer_gradients(student, rng):
 
 @check("layer_deterministic")
 def test_layer_deterministic(student, rng):
-    layer, _, x, _ = student_layer(student, rng, 2, 5, 6)
+    layer, _, x, _ = student_layer(student, rng, 2, 5, 6, properties=True)
     with expect.fresh_draws(layer):
         first, second = (expect.tensor(run(layer, x)[0], "context", finite=False) for _ in range(2))
     err = expect.largest_difference(first, second)

@@ -19,6 +19,7 @@ from graders.harness.errors import StudentCodeError
 CONFIGS = [(2, 5, 12, 3), (3, 7, 12, 2)]
 HIDDEN_CONFIGS = [(3, 4, 10, 5), (1, 6, 8, 4)]
 BAD_SPLITS = [(10, 3), (12, 5), (6, 4)]
+ROW_SUM_ATOL = 1e-3  # a softmax computed in half precision still sums to one within this
 BACKWARD_ERRORS = {"inplace_breaks_backward": r"modified by an inplace operation"}
 KNOWN_ERRORS = {
     "view_not_contiguous": r"view size is not compatible with input tensor's size and stride",
@@ -27,10 +28,13 @@ KNOWN_ERRORS = {
 LARGE_SCORE = 1000.0  # the largest scaled score of the large-score check: exp() overflows even in float64
 
 
-def student_layer(student, rng, batch, length, embed, heads, dtype=torch.float32, state=None, x=None):
+def student_layer(
+    student, rng, batch, length, embed, heads, dtype=torch.float32, state=None, x=None, properties=False
+):
     """The student's SimpleMultiHeadAttention(embed, heads) in eval mode with seeded weights (or
     `state`), and x. Weights the layer does not have are reported by `mha_structure`; here they are
-    simply not loaded (strict=False)."""
+    simply not loaded (strict=False); a check of a property (`properties`) takes a layer whose
+    weights have other shapes with its own weights."""
     layer = student.SimpleMultiHeadAttention(embed, heads)
     state = A.linear_weights(M.LAYERS, embed, embed, rng) if state is None else state
     x = torch.randn(batch, length, embed, generator=rng) if x is None else x
@@ -38,14 +42,16 @@ def student_layer(student, rng, batch, length, embed, heads, dtype=torch.float32
         layer = layer.double()
         state = {key: value.double() for key, value in state.items()}
         x = x.double()
-    layer.load_state_dict(state, strict=False)
+    state = expect.load_weights(layer, state, own_if_mismatched=properties)
     layer.eval()
     return layer, state, x
 
 
-def run(layer, x, name="SimpleMultiHeadAttention.forward(x)"):
-    """(output, weights) of the student's forward."""
-    return expect.unpack(layer(x), 2, name)
+def run(layer, x, name="SimpleMultiHeadAttention.forward(x)", *, heads):
+    """(output, weights) of the student's forward, read as meant: the other order, or the output
+    alone, taken for what they are (`mha_shapes` charges the order)."""
+    batch, length, embed = x.shape
+    return expect.pair_as_meant(layer(x), name, ((batch, length, embed), (batch, heads, length, length)))
 
 
 LAYERS_TEXT = Text(
@@ -102,16 +108,17 @@ BUILTIN_TEXT = Text(
 def compare(layer, state, x, heads, expected_out, expected_w, evidence=None):
     """Weights first (they name split and scale mistakes), then the output (merge, out_proj), each
     joined by the other as evidence for naming."""
-    output, weights = run(layer, x)
+    output, weights = run(layer, x, heads=heads)
     pairs = M.variants(x, state, heads)
-    if evidence is not None and isinstance(weights, torch.Tensor) and weights.dim() == 4:
+    if evidence is not None and isinstance(weights, torch.Tensor) and weights.shape == expected_w.shape:
         for head in range(weights.shape[1]):
             evidence.heatmap(f"weights[0, {head}]", weights[0, head].double(), expected_w[0, head])
     joint_out = output if isinstance(output, torch.Tensor) else None
     joint_w = weights if isinstance(weights, torch.Tensor) else None
+    where = A.localised(expected_w, joint_w, "mha_scores_wrong", "mha_after_weights")
     expect.close(weights, expected_w, "weights", variants=M.swap(pairs), joint=joint_out,
-                 estimators=[M.scale_estimator(x, state, heads)])  # fmt: skip
-    expect.close(output, expected_out, "output", variants=pairs, joint=joint_w)
+                 estimators=[M.scale_estimator(x, state, heads), where])  # fmt: skip
+    expect.close(output, expected_out, "output", variants=pairs, joint=joint_w, estimators=[where])
 
 
 @check("mha_structure")
@@ -146,7 +153,9 @@ def test_mha_rejects_bad_split(student):
 def test_mha_shapes(student, rng):
     for batch, length, embed, heads in CONFIGS:
         layer, _, x = student_layer(student, rng, batch, length, embed, heads)
-        output, weights = run(layer, x)
+        shapes = ((batch, length, embed), (batch, heads, length, length))
+        output, weights = expect.pair_in_order(layer(x), "SimpleMultiHeadAttention.forward(x)", shapes,
+                                               ("output", "weights"))  # fmt: skip
         expect.tensor(weights, "weights", (batch, heads, length, length), finite=False,
                       shape_variants={"weights_averaged": (batch, length, length)})  # fmt: skip
         expect.tensor(output, "output", (batch, length, embed), finite=False)
@@ -156,19 +165,19 @@ def test_mha_shapes(student, rng):
 def test_mha_rows_sum_to_one(student, rng):
     batch, length, embed, heads = CONFIGS[0]
     layer, state, x = student_layer(student, rng, batch, length, embed, heads)
-    _, weights = run(layer, x)
+    _, weights = run(layer, x, heads=heads)
     weights = expect.tensor(weights, "weights")  # its own shape: rows are its last dimension
     expect.true(bool((weights >= 0).all()), ROWS_TEXT.format(low=float(weights.min())))
     sums = weights.double().sum(-1)
     variants = {d: w.sum(-1) for d, (_, w) in M.variants(x, state, heads).items()}
-    expect.close(sums, torch.ones_like(sums), "weights.sum(-1)", atol=1e-4, variants=variants)
+    expect.close(sums, torch.ones_like(sums), "weights.sum(-1)", atol=ROW_SUM_ATOL, variants=variants)
 
 
 @check("mha_scaling")
 def test_mha_scaling(student, rng, evidence):
     batch, length, embed, heads = CONFIGS[0]
     layer, state, x = student_layer(student, rng, batch, length, embed, heads)
-    output, weights = run(layer, x)
+    output, weights = run(layer, x, heads=heads)
     expected = M.forward(x, state, heads)[1]
     weights = expect.tensor(weights, "weights", finite=False)
     if weights.shape == expected.shape:
@@ -215,22 +224,27 @@ def test_mha_matches_reference(student, reference, rng):
 @check("mha_batch_independence")
 def test_mha_batch_independence(student, rng):
     batch, length, embed, heads = 3, 4, 12, 2
-    layer, _, x = student_layer(student, rng, batch, length, embed, heads)
-    expect.batch_independent(lambda inputs: run(layer, inputs)[0], x, rng, "output")
+    layer, _, x = student_layer(student, rng, batch, length, embed, heads, properties=True)
+    expect.batch_independent(lambda inputs: run(layer, inputs, heads=heads)[0], x, rng, "output")
 
 
 @check("mha_gradients")
 def test_mha_gradients(student, rng):
     batch, length, embed, heads = CONFIGS[0]
-    layer, state, x = student_layer(student, rng, batch, length, embed, heads, dtype=torch.float64)
-    output = expect.tensor(run(layer, x)[0], "output", finite=False)
+    layer, state, x = student_layer(
+        student, rng, batch, length, embed, heads, dtype=torch.float64, properties=True
+    )
+    returned = layer(x)
+    output = expect.pair_as_meant(returned, "SimpleMultiHeadAttention.forward(x)",
+                                  ((batch, length, embed), (batch, heads, length, length)))[0]  # fmt: skip
+    output = expect.tensor(output, "output", finite=False)
     g_out = torch.randn(output.shape, generator=rng, dtype=torch.float64)  # their own output's shape
     with expect.known_errors(BACKWARD_ERRORS):
-        result = expect.vjp(layer, [x], [0], [g_out, None])
+        result = expect.vjp(layer, [x], [0], expect.cotangents_for(returned, output, g_out))
 
         def forward(values):
             layer.load_state_dict({k: values[k] for k in state}, strict=False)
-            return run(layer, values["x"])[0]
+            return run(layer, values["x"], heads=heads)[0]
 
         grads = {"x": result["input_grads"][0], **result["param_grads"]}
         expect.gradients_match_forward(forward, {"x": x, **state}, grads, g_out, rng,
@@ -240,12 +254,14 @@ def test_mha_gradients(student, rng):
 @check("mha_deterministic")
 def test_mha_deterministic(student, rng):
     batch, length, embed, heads = CONFIGS[0]
-    layer, _, x = student_layer(student, rng, batch, length, embed, heads)
+    layer, _, x = student_layer(student, rng, batch, length, embed, heads, properties=True)
     with expect.fresh_draws(layer):
-        first, second = (expect.tensor(run(layer, x)[0], "output", finite=False) for _ in range(2))
+        first, second = (
+            expect.tensor(run(layer, x, heads=heads)[0], "output", finite=False) for _ in range(2)
+        )
     err = expect.largest_difference(first, second)
     expect.true(err <= 1e-6, DETERMINISTIC_TEXT.format(err=err), "randomness_in_forward")
-    other = expect.tensor(run(layer, x.flip(1) + 1)[0], "output", finite=False)
+    other = expect.tensor(run(layer, x.flip(1) + 1, heads=heads)[0], "output", finite=False)
     expect.responds(first, other, "output")
 
 
@@ -256,9 +272,9 @@ def test_mha_no_builtin_attention(student, student_source, rng):
         expect.fail(text, "uses_builtin_attention", found=found, line=line)
     batch, length, embed, heads = CONFIGS[1]  # the point needs a module that runs, whatever it computes
     layer, _, x = student_layer(student, rng, batch, length, embed, heads)
-    output, weights = run(layer, x)
+    output, weights = run(layer, x, heads=heads)
     expect.tensor(weights, "weights", finite=False)
-    other = expect.tensor(run(layer, x.flip(1) + 1)[0], "output", finite=False)
+    other = expect.tensor(run(layer, x.flip(1) + 1, heads=heads)[0], "output", finite=False)
     expect.responds(expect.tensor(output, "output", finite=False), other, "output")
 
 
@@ -267,10 +283,12 @@ def test_mha_large_scores(student, rng):
     batch, length, embed, heads = CONFIGS[0]
     state, x = M.large_score_inputs(rng, batch, length, embed, heads, LARGE_SCORE)
     layer, state, x = student_layer(student, rng, batch, length, embed, heads, state=state, x=x)
-    output, weights = run(layer, x)
+    output, weights = run(layer, x, heads=heads)
     pairs = M.variants(x, state, heads)
     for name, got, index in (("weights", weights, 1), ("output", output, 0)):
         expect.finite(expect.tensor(got, name, finite=False), name,
                       variants={d: pair[index] for d, pair in pairs.items()})  # fmt: skip
-    usual = expect.tensor(run(layer, torch.randn(x.shape, generator=rng))[0], "output", finite=False)
+    usual = expect.tensor(
+        run(layer, torch.randn(x.shape, generator=rng), heads=heads)[0], "output", finite=False
+    )
     expect.responds(expect.tensor(output, "output", finite=False), usual, "output")

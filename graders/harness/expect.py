@@ -67,7 +67,12 @@ def tensor(
         except (TypeError, ValueError):
             fail(say("not_tensor", name=name, got=_describe(got)))
     if not isinstance(got, torch.Tensor):
-        fail(say("not_tensor", name=name, got=_describe(got)))
+        stacked = isinstance(got, (list, tuple)) and got and all(isinstance(t, torch.Tensor) for t in got)
+        fail(
+            say("not_tensor", name=name, got=_describe(got)),
+            "list_of_tensors" if stacked else None,
+            name=name,
+        )
     if not got.is_floating_point():
         fail(say("not_real", name=name, dtype=str(got.dtype).replace("torch.", "")))
     if shape is not None and tuple(got.shape) != tuple(shape):
@@ -75,12 +80,26 @@ def tensor(
             d for d, wrong in (shape_variants or {}).items()
             if tuple(got.shape) in ([tuple(w) for w in wrong] if isinstance(wrong, list) else [tuple(wrong)])
         ]  # fmt: skip
-        fail(
-            say("shape", name=name, expected=tuple(shape), got=tuple(got.shape)), named[0] if named else None
-        )
+        text = say("shape", name=name, expected=tuple(shape), got=tuple(got.shape))
+        if named:
+            fail(text, named[0])
+        layout = layout_mistake(tuple(got.shape), tuple(shape))
+        fail(text, layout, name=name, got=tuple(got.shape), expected=tuple(shape))
     if finite:
         _require_finite(got, name, {}, 0.0, 0.0)
     return got
+
+
+def layout_mistake(got: tuple[int, ...], expected: tuple[int, ...]) -> str | None:
+    """A harness diagnosis (see `diagnoses.py`) when a wrong shape is a layout slip: the right axes
+    in another order, or an axis of size 1 too many or too few."""
+    if sorted(got) == sorted(expected) and got != expected:
+        return "axes_swapped"
+    if [n for n in got if n != 1] == [n for n in expected if n != 1]:
+        return (
+            "extra_axis" if len(got) > len(expected) else "missing_axis" if len(got) < len(expected) else None
+        )
+    return None
 
 
 def finite(
@@ -298,6 +317,43 @@ def unpack(got, count: int, name: str) -> tuple:
     return tuple(got)
 
 
+def cotangents_for(returned, chosen: torch.Tensor, cotangent: torch.Tensor) -> list:
+    """The cotangents for `vjp`, one per output the function `returned`, in its own order: `cotangent`
+    for the output `chosen` (read as meant, see `pair_as_meant`), None for the others."""
+    if isinstance(returned, (tuple, list)):
+        return [cotangent if out is chosen else None for out in returned]
+    return [cotangent]
+
+
+def pair_in_order(
+    got, name: str, shapes: tuple[tuple[int, ...], tuple[int, ...]], names: tuple[str, str]
+) -> tuple:
+    """`got` unpacked as a pair, failing (diagnosis `outputs_swapped`) when its two outputs come
+    back in the other order: each has the shape the other should have."""
+    first, second = unpack(got, 2, name)
+    read = pair_as_meant(got, name, shapes)
+    if read[0] is second and read[1] is first and first is not second:
+        fail(say("outputs_order", name=name, first=names[0], second=names[1]), "outputs_swapped",
+             first=names[0], second=names[1])  # fmt: skip
+    return first, second
+
+
+def pair_as_meant(got, name: str, shapes: tuple[tuple[int, ...], tuple[int, ...]]) -> tuple:
+    """The pair (first, second) a function should return, read as meant: a pair returned in the
+    other order (each output has the other's expected shape) is swapped back, and a lone tensor is
+    taken as the first output with no second (None). For checks of something other than what is
+    returned: the check of the outputs' shapes charges the order, with `unpack`."""
+    if isinstance(got, torch.Tensor):
+        return got, None
+    if (
+        isinstance(got, (tuple, list)) and len(got) == 2
+        and all(isinstance(t, torch.Tensor) for t in got) and tuple(shapes[0]) != tuple(shapes[1])
+        and tuple(got[0].shape) == tuple(shapes[1]) and tuple(got[1].shape) == tuple(shapes[0])
+    ):  # fmt: skip
+        return got[1], got[0]
+    return unpack(got, 2, name)
+
+
 @contextmanager
 def known_errors(patterns: Mapping[str, str]) -> Iterator[None]:
     """Name a known mistake from the exception the student's code raised inside the block.
@@ -351,6 +407,21 @@ def fresh_draws(obj) -> Iterator[None]:
         yield
     finally:
         session.reseed = before
+
+
+def load_weights(module, state: dict[str, torch.Tensor], *, own_if_mismatched: bool = False) -> dict:
+    """Load `state` into the submission's nn.Module (names it lacks are left alone, `strict=False`)
+    and return the weights it now holds. Where its parameters have other shapes than `state`'s, a
+    value check fails (the student's exception); a property check (`own_if_mismatched`) keeps the
+    module's own weights and gets them back: a property is judged on the module as built."""
+    try:
+        module.load_state_dict(state, strict=False)
+        return state
+    except StudentCodeError as exc:
+        if not own_if_mismatched or "size mismatch" not in exc.message:
+            raise
+    own = module.state_dict()
+    return {k: v for k, v in own.items() if isinstance(v, torch.Tensor) and v.is_floating_point()}
 
 
 def with_definitions(student, source: str, tag: str):

@@ -70,6 +70,10 @@ CATALOG: dict[str, dict[str, str]] = {
         "zh": "`{name}` 对不同的输入给出了完全相同的结果：它不依赖输入，所以这项性质无从判断。",
         "en": "`{name}` gives exactly the same result for different inputs: it does not depend on its input, so this property cannot be judged on it.",
     },
+    "outputs_order": {
+        "zh": "`{name}` 返回的两个输出顺序反了：第一个有 {second} 的形状，第二个有 {first} 的形状。",
+        "en": "`{name}` returns its two outputs in the wrong order: the first has the shape of {second}, the second that of {first}.",
+    },
     "batch_first": {
         "zh": "`{name}` 的第一维应是批次（{batch}），实际形状为 {shape}，无法比较各个样本。",
         "en": "`{name}` should have the batch ({batch}) as its first dimension; its shape is {shape}, so batch elements cannot be compared.",

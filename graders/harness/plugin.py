@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from .diagnoses import COMMON_ERRORS
 from .errors import GraderFault, StudentCodeError, StudentFault
 from .i18n import Text, say
 from .models import ExerciseManifest, Heatmap
@@ -233,7 +234,7 @@ class GradingPlugin:
         exc = call.excinfo.value if call.excinfo else None
         if isinstance(exc, StudentCodeError) and exc.diagnosis is None:
             # a mistake that makes the code raise (`k.T` on a batch) is named in every check it breaks
-            exc.diagnosis = exc.matching(getattr(item.module, "KNOWN_ERRORS", {}))
+            exc.diagnosis = exc.matching({**getattr(item.module, "KNOWN_ERRORS", {}), **COMMON_ERRORS})
         outcome = self.classify(exc)
         ev = self._evidence.get(item.nodeid)
         if ev:

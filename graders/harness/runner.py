@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from .diagnoses import lookup
 from .i18n import Lang, Text, say
 from .models import Cause, CheckResult, ExerciseManifest, ExerciseResult, Report
 from .plugin import GradingContext, GradingPlugin, Outcome, python_path_guard
@@ -32,7 +33,7 @@ def render_check(manifest: ExerciseManifest, check_id: str, outcome: Outcome, la
     spec = manifest.check(check_id)
     diagnosis_message = section = None
     if outcome.diagnosis:
-        diag = manifest.diagnoses.get(outcome.diagnosis)
+        diag = lookup(manifest.diagnoses, outcome.diagnosis)
         if diag is None:
             outcome = Outcome(
                 "error",

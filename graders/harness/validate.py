@@ -39,6 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .diagnoses import lookup
 from .i18n import LANGS, Lang, Text
 from .models import ExerciseManifest, Report
 from .mutants import Mutant, failing_checks, load_mutants, mutant_problems, mutants_dir
@@ -430,7 +431,7 @@ def graded_checks(
     for mutant in mutants:
         verdict.mutants_total += 1
         for diagnosis in mutant.spec.expect.values():
-            if diagnosis and diagnosis not in manifest.diagnoses:
+            if diagnosis and lookup(manifest.diagnoses, diagnosis) is None:
                 verdict.problems.append(
                     msg("mutant_unknown_diagnosis", name=mutant.name, diagnosis=diagnosis)
                 )
