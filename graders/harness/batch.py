@@ -179,7 +179,8 @@ class Job:
         }
         self.current, self.started_at = entry, time.monotonic()
         try:
-            self.proc.stdin.write((json.dumps(request, ensure_ascii=False) + "\n").encode())
+            # ASCII JSON: a path that is not UTF-8 travels as surrogate escapes and comes back whole
+            self.proc.stdin.write((json.dumps(request) + "\n").encode())
             self.proc.stdin.flush()
         except OSError:  # the job died: the dispatcher sees it and gives this submission its row
             self.eof = True

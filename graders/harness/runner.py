@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from .bounds import bound_report
 from .i18n import Lang, Text, say
 from .models import CheckResult, ExerciseManifest, ExerciseResult, Report
 from .plugin import GradingContext, GradingPlugin, Outcome, python_path_guard
@@ -245,7 +246,7 @@ def build_report(
         )
     if plugin.session is not None:
         isolation.update(plugin.session.protections)
-    return Report(
+    return bound_report(Report(
         submission=str(ctx.submission),
         score=sum(e.score for e in exercises),
         max_score=sum(e.max_score for e in exercises),
@@ -255,7 +256,7 @@ def build_report(
         isolation_level=weakest_level([sorted(isolation)] if isolation else []),
         hidden_checks_skipped=not ctx.run_hidden,
         exercises=exercises,
-    )
+    ))  # fmt: skip
 
 
 __all__ = ["grade", "new_seed", "SessionGrader", "Text"]

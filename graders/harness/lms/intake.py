@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
+from .. import inert
 from ..i18n import Text
 from .messages import msg
 
@@ -50,29 +51,33 @@ class Entry:
 
     @property
     def source(self) -> str:
-        return self.path.name
+        """The entry's name as shown in reasons and reports (any bytes, on one line)."""
+        return inert.display_name(self.path.name)
 
 
 def discover(folder: Path) -> list[Entry]:
     """Every student entry of `folder`, sorted; hidden names (starting with '.') are skipped.
 
-    The key is the folder name or the zip name without `.zip`; when a zip's stem is taken (by a
-    folder of that name), the zip keeps its full name so that nothing is lost or merged.
+    The key (`inert.student_key`: printable, one-to-one, short enough for a file name whatever
+    bytes the name holds) is that of the folder name or of the zip name without `.zip`; when a
+    zip's stem is taken (by a folder of that name), the zip keeps its full name so that nothing is
+    lost or merged.
     """
     entries: list[Entry] = []
     names = sorted(p for p in folder.iterdir() if not p.name.startswith("."))
     taken = {p.name for p in names if p.is_dir() and not p.is_symlink()}
+    key = inert.student_key
     for path in names:
         if path.is_symlink():
-            entries.append(Entry(path.name, path, "link"))
+            entries.append(Entry(key(path.name), path, "link"))
         elif path.is_dir():
-            entries.append(Entry(path.name, path, "dir"))
+            entries.append(Entry(key(path.name), path, "dir"))
         elif path.is_file() and path.suffix.lower() == ".zip":
-            key = path.stem if path.stem and path.stem not in taken else path.name
-            taken.add(key)
-            entries.append(Entry(key, path, "zip"))
+            name = path.stem if path.stem and path.stem not in taken else path.name
+            taken.add(name)
+            entries.append(Entry(key(name), path, "zip"))
         else:
-            entries.append(Entry(path.name, path, "other"))
+            entries.append(Entry(key(path.name), path, "other"))
     return entries
 
 

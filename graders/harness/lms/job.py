@@ -238,9 +238,6 @@ def serve(
         entry = Entry(request["student"], Path(request["path"]), request["kind"])
         result = grade_entry(entry, request.get("fingerprint", ""), settings, pool, grader)
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        reply = {
-            "result": result.model_dump(mode="json"),
-            "rss_kb": rss,
-            "zygote_kb": peak_kb(pool.zygote_pid),
-        }
-        protocol.write(json.dumps(reply, ensure_ascii=False) + "\n")
+        figures = {"rss_kb": rss, "zygote_kb": peak_kb(pool.zygote_pid)}
+        # the result's own JSON: its non-finite numbers are encoded as the model says, and it reloads
+        protocol.write(f'{{"result": {result.model_dump_json()}, {json.dumps(figures)[1:]}\n')

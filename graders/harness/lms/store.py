@@ -17,6 +17,7 @@ A lock file keeps two batches from writing the same folder at once.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -34,8 +35,11 @@ class StoreBusy(Exception):
 
 
 def write_atomic(path: Path, text: str) -> None:
+    """Write `text` to `path` through a temporary file of a short name in the same folder (a long
+    final name leaves no room for a longer temporary one: ENAMETOOLONG)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}{TMP_MARK}{os.getpid()}")
+    digest = hashlib.sha256(os.fsencode(path.name)).hexdigest()[:16]
+    tmp = path.with_name(f".{digest}{TMP_MARK}{os.getpid()}")
     with open(tmp, "w", encoding="utf-8") as fh:
         fh.write(text)
     os.replace(tmp, path)

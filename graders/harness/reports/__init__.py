@@ -10,6 +10,7 @@ from pathlib import Path
 
 import jinja2
 
+from .. import inert
 from ..i18n import labels
 from ..models import Report
 
@@ -38,6 +39,11 @@ def _cell_color(value: float, low: float, high: float) -> str:
 
 
 _env.filters["pts"] = _fmt
+# Student-controlled text is data (see `inert`): each format's template applies its own filter.
+_env.filters["term"] = inert.terminal
+_env.filters["md"] = inert.markdown
+_env.filters["md_cell"] = lambda text: inert.markdown(text, inline=True)
+_env.filters["md_code"] = inert.markdown_code
 _env.globals["cell_color"] = _cell_color
 
 

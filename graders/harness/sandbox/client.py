@@ -85,6 +85,11 @@ class Limits:
     processes: int = 64
     output_bytes: int = 16 << 10
     reply_bytes: int = 64 << 20
+    # Caps the trusted side sets on every reply, whatever the worker claims to apply (a reply over
+    # one is the submission's fault): header bytes, JSON nesting, characters of any one string.
+    reply_header_bytes: int = 4 << 20
+    reply_depth: int = wire.MAX_HEADER_DEPTH
+    reply_string_chars: int = wire.MAX_STRING_CHARS
     tmp_bytes: int = 16 << 20
     start_seconds: float = 10.0
     reap_seconds: float = 5.0
@@ -437,7 +442,11 @@ class SandboxWorker:
                 self.sock.settimeout(timeout)
                 wire.send_frame(self.sock, dict(header, cpu=cpu_budget, seq=self._seq), buffers)
             self._wait_readable(deadline, cpu_budget)
-            reply, bufs = wire.recv_frame(self.sock, deadline, self.pool.limits.reply_bytes)
+            limits = self.pool.limits
+            reply, bufs = wire.recv_frame(
+                self.sock, deadline, limits.reply_bytes, max_header_bytes=limits.reply_header_bytes,
+                max_depth=limits.reply_depth, max_string_chars=limits.reply_string_chars,
+            )  # fmt: skip
             if header is not None and reply.get("seq") != self._seq:  # forged or stale: out of turn
                 raise wire.WireError("a reply arrived out of turn")
             return reply, bufs
