@@ -154,8 +154,8 @@ def _proc_table() -> dict[int, tuple[int, int]]:
 def sandbox_processes(pool: SandboxPool) -> list[int]:
     """Live processes that belong to the sandbox: the zygote's descendants and the sandbox uids."""
     table = _proc_table()
-    uids = {isolation.sandbox_uid(pool.zygote_pid or 0, slot) for slot in range(isolation.SANDBOX_UID_SLOTS)}
-    found = {pid for pid, (_, uid) in table.items() if uid in uids}
+    block = pool.uid_block
+    found = {pid for pid, (_, uid) in table.items() if block is not None and isolation.uid_block_of(uid) == block}
     frontier = [pool.zygote_pid] if pool.zygote_pid else []
     while frontier:
         parent = frontier.pop()

@@ -48,9 +48,11 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 FULL = frozenset({
     "pid-namespace", "mount-namespace", "network-namespace", "empty-root", "unprivileged-uid",
-    "no-new-privs", "rlimit:memory", "rlimit:processes", "import-allow-list",
+    "no-new-privs", "rlimit:memory", "rlimit:processes", "import-allow-list", "seccomp-filter",
 })  # fmt: skip
-PARTIAL = frozenset({"pid-namespace", "mount-namespace", "network-namespace", "empty-root", "no-new-privs"})
+PARTIAL = frozenset({
+    "pid-namespace", "mount-namespace", "network-namespace", "empty-root", "no-new-privs", "seccomp-filter",
+})  # fmt: skip
 
 
 def isolation_level(protections) -> str:
@@ -182,17 +184,22 @@ class SandboxPool:
         run_as: tuple[int, int] | None = None,
         isolate: bool = True,
         userns: bool = True,
+        uid_block: int | None = None,
     ) -> None:
         self.limits = limits or Limits()
-        self.options = {"run_as": list(run_as) if run_as else None, "isolate": isolate, "userns": userns}
+        self.options = {"run_as": list(run_as) if run_as else None, "isolate": isolate, "userns": userns,
+                        "uid_block": uid_block}  # fmt: skip
         self._proc: subprocess.Popen | None = None
         self._control: socket.socket | None = None
         self._lock = threading.Lock()
-        self._tmp = tempfile.TemporaryDirectory(prefix="agw-zygote-")
+        self._tmp: tempfile.TemporaryDirectory | None = None  # the zygote's working folder, while it runs
         self.zygote_pid: int | None = None
         self.mode: str | None = None  # "root", "userns" or "none", as the zygote found it
+        self.uid_block: int | None = None  # the block of uids its workers get (root mode)
 
     def _start(self) -> None:
+        if self._tmp is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="agw-zygote-")
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         env = {
             "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
@@ -229,8 +236,11 @@ class SandboxPool:
             raise SandboxUnavailable(f"the sandbox zygote did not start; {self._log()}")
         self.zygote_pid = hello["pid"]
         self.mode = hello.get("mode", "none")
+        self.uid_block = hello.get("uid_block")
 
     def _log(self) -> str:
+        if self._tmp is None:
+            return ""
         try:
             return Path(self._tmp.name, "zygote.log").read_text(errors="replace")[-2000:]
         except OSError:
@@ -305,6 +315,9 @@ class SandboxPool:
                 pass
             self._proc.wait()
             self._proc = None
+        if self._tmp is not None:  # nothing of this pool stays in the temporary folder
+            self._tmp.cleanup()
+            self._tmp = None
 
     def __enter__(self) -> SandboxPool:
         return self
