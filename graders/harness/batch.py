@@ -21,7 +21,9 @@ import json
 import os
 import secrets
 import selectors
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -35,9 +37,10 @@ from .lms.intake import Entry, discover, fingerprint
 from .lms.messages import msg
 from .lms.progress import Progress
 from .lms.result import SubmissionResult, possible_score
-from .lms.store import ResultStore, StoreBusy, write_atomic
+from .lms.store import WORK_DIR, ResultStore, StoreBusy, write_atomic
 from .models import ExerciseManifest
 from .project import Project
+from .sandbox import isolation
 
 CODE_ROOT = Path(__file__).resolve().parents[2]  # the folder that holds the `graders` package
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
@@ -169,6 +172,7 @@ class Job:
     peak_zygote_kb: int = 0
     graded: int = 0
     lines: deque = field(default_factory=deque)
+    work: Path = Path()  # the job's temporary folder (its TMPDIR)
 
     def send(self, entry: Entry) -> None:
         request = {
@@ -235,11 +239,17 @@ class Dispatcher:
         self.retired: list[Job] = []
         self.failed_starts = 0
         self.first_ready: float | None = None  # when grading could begin (monotonic clock)
+        self.started = 0
+        self.work = store.root / WORK_DIR  # every job's temporary files: removed with the jobs
+        self.uid_holders: list[socket.socket] = []  # uid blocks of this run, held until it ends
 
-    def command(self) -> list[str]:
+    def command(self, work: Path, uid_block: int | None) -> list[str]:
         s = self.settings
         cmd = [sys.executable, "-m", "graders.harness.batch", "--job", "--project", str(self.project.root),
-               "--seed", str(s.seed), "--lang", s.lang, "--parent", str(os.getpid())]  # fmt: skip
+               "--seed", str(s.seed), "--lang", s.lang, "--parent", str(os.getpid()),
+               "--work", str(work)]  # fmt: skip
+        if uid_block is not None:
+            cmd += ["--uid-block", str(uid_block)]
         for exercise in s.exercises or []:
             cmd += ["--exercise", exercise]
         if s.call_seconds is not None:
@@ -256,13 +266,21 @@ class Dispatcher:
         # the logging plugin's handlers around every phase (~2% of a job's CPU; no check logs).
         env.update(PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", PYTEST_ADDOPTS="--capture=no -p no:logging")
         env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+        self.started += 1
+        work = self.work / f"job-{self.started}"
+        work.mkdir(parents=True, exist_ok=True)
+        env["TMPDIR"] = str(work)  # unpacked zips and the zygote's folder: never in the system's /tmp
+        uid_block = None
+        if os.geteuid() == 0:  # a block of uids no other job of this run, nor any other grader, gets
+            uid_block, holder = isolation.reserve_uid_block(secrets.randbelow(isolation.UID_BLOCKS))
+            self.uid_holders.append(holder)
         with open(self.store.root / "logs" / f"job-{index}.log", "ab") as log:
             proc = subprocess.Popen(
-                self.command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                self.command(work, uid_block), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
                 env=env, cwd=CODE_ROOT, start_new_session=True,
             )  # fmt: skip
         os.set_blocking(proc.stdout.fileno(), False)
-        job = Job(index, proc)
+        job = Job(index, proc, work=work)
         self.selector.register(proc.stdout, selectors.EVENT_READ, job)
         return job
 
@@ -271,6 +289,7 @@ class Dispatcher:
             self.jobs.remove(job)
             self.selector.unregister(job.proc.stdout)
             job.stop(grace=1.0)
+            shutil.rmtree(job.work, ignore_errors=True)  # what a job killed mid-way left behind
             self.retired.append(job)
 
     def replace(self, job: Job) -> None:
@@ -342,6 +361,9 @@ class Dispatcher:
             for job in list(self.jobs):
                 self.retire(job)
             self.selector.close()
+            shutil.rmtree(self.work, ignore_errors=True)
+            for holder in self.uid_holders:
+                holder.close()
 
     def memory(self) -> list[dict]:
         return [

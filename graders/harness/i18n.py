@@ -109,6 +109,10 @@ CATALOG: dict[str, dict[str, str]] = {
         "zh": "评分程序自身出错（不是你的问题，请告诉老师）：{type}: {message}",
         "en": "The grader itself failed (not your fault; please tell your instructor): {type}: {message}",
     },
+    "interrupted": {
+        "zh": "已中断（Ctrl-C）：评分已停止，没有写入报告。",
+        "en": "Interrupted (Ctrl-C): grading stopped, no report written.",
+    },
     "diagnosis_prefix": {"zh": "诊断：", "en": "Diagnosis:"},
     "see_statement": {"zh": "参见题目中的「{section}」。", "en": "See “{section}” in the statement."},
     "output_cut": {

@@ -95,7 +95,9 @@ def grade(
     try:
         if args:
             with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
-                pytest.main(args, plugins=[plugin])
+                status = pytest.main(args, plugins=[plugin])
+            if status == pytest.ExitCode.INTERRUPTED:  # pytest caught Ctrl-C: no report of half a run
+                raise KeyboardInterrupt
         return build_report(ctx, plugin, manifests, lang)
     finally:
         if plugin.session is not None:

@@ -9,8 +9,11 @@ once for the whole job (`runner.SessionGrader`: configured and the graders colle
 checks run again for each submission). Student code still runs only in the worker forked for each
 submission, never in this process.
 
-It dies with its parent (PR_SET_PDEATHSIG), and on SIGTERM kills its live workers and zygote
-before exiting, so a batch killed at any moment leaves no grading process behind.
+It dies with its parent (PR_SET_PDEATHSIG), and on SIGTERM kills its live workers and zygote and
+removes its temporary folder (`--work`, its TMPDIR: unpacked zips, the zygote's folder) before
+exiting, so a batch killed at any moment leaves no grading process and no file behind; should the job
+itself be killed by SIGKILL, its zygote kills its workers (the control socket closes) and the batch
+removes the folder.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import signal
 import sys
 import tempfile
@@ -163,6 +167,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--no-hidden", action="store_true")
     p.add_argument("--call-seconds", type=float, default=None)
     p.add_argument("--parent", type=int, required=True)
+    p.add_argument("--work", type=Path, default=None, help="temporary folder of this job (removed on exit)")
+    p.add_argument("--uid-block", type=int, default=None, help="the sandbox uid block this job may use")
     return p
 
 
@@ -170,7 +176,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the batch decides when jobs stop
     _die_with_parent(args.parent)
-    pool = BatchPool()
+    if args.work is not None:
+        args.work.mkdir(parents=True, exist_ok=True)
+        tempfile.tempdir = str(args.work)
+    pool = BatchPool(uid_block=args.uid_block)
     warm = threading.Thread(target=pool.warm, daemon=True)
     warm.start()  # the zygote imports torch while this process does the same
     import torch
@@ -190,6 +199,8 @@ def main(argv: list[str] | None = None) -> int:
 
     def stop(signum, frame) -> None:  # the main thread may hold a lock of the pool: take none here
         pool.kill_all()
+        if args.work is not None:
+            shutil.rmtree(args.work, ignore_errors=True)
         os._exit(128 + signum)
 
     signal.signal(signal.SIGTERM, stop)

@@ -26,8 +26,8 @@ from ..sandbox.client import SandboxPool, SandboxWorker
 
 
 class BatchPool(SandboxPool):
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, uid_block: int | None = None) -> None:
+        super().__init__(uid_block=uid_block)
         self.live: weakref.WeakSet[SandboxWorker] = weakref.WeakSet()
         self._spares: dict[int, SandboxWorker] = {}
         self._spares_lock = threading.Lock()

@@ -20,6 +20,7 @@ import fcntl
 import hashlib
 import json
 import os
+import shutil
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -28,6 +29,7 @@ from . import EXTENSIONS, RENDERERS
 from .result import SubmissionResult
 
 TMP_MARK = ".tmp-"
+WORK_DIR = ".work"  # the jobs' temporary folders (their TMPDIR) while a batch runs
 
 
 class StoreBusy(Exception):
@@ -67,6 +69,7 @@ class ResultStore:
         for folder in [self.root, *(p for p in self.root.iterdir() if p.is_dir())]:
             for stale in folder.glob(f".*{TMP_MARK}*"):
                 stale.unlink(missing_ok=True)
+        shutil.rmtree(self.root / WORK_DIR, ignore_errors=True)  # jobs' files, if a batch was killed
 
     def close(self) -> None:
         if self._lock_fd is not None:
