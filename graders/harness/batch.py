@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import cli  # used at call time only: cli imports this module for its COMMANDS
+from .budget import EXERCISE_FACTOR
 from .lms import analytics, gradebook
 from .lms.intake import Entry, discover, fingerprint
 from .lms.messages import msg
@@ -149,9 +150,16 @@ def settle(args: argparse.Namespace, stored: dict | None, project: Project) -> B
 
 
 def submission_budget(manifests: list[ExerciseManifest], call_cap: float | None) -> float:
-    """Default per-submission limit: far above every call of every check timing out once."""
-    calls = sum(len(m.checks) * min(m.call_seconds, call_cap or m.call_seconds) for m in manifests)
-    return 60.0 + 3.0 * calls
+    """Default per-submission limit of the watchdog that replaces a job: well above the time budget
+    the job itself grades each submission under (see `budget`), which normally ends it first."""
+    budgets = sum(EXERCISE_FACTOR * min(m.call_seconds, call_cap or m.call_seconds) for m in manifests)
+    return 60.0 + 2.0 * budgets
+
+
+def job_budget(watchdog: float) -> float:
+    """The time budget a job grades a submission under: enough before the watchdog's limit that the
+    submission gets a report saying which checks ran out of time rather than a row saying "stopped"."""
+    return max(1.0, min(watchdog - 5.0, 0.8 * watchdog))
 
 
 # ---------------------------------------------------------------- jobs
@@ -247,7 +255,7 @@ class Dispatcher:
         s = self.settings
         cmd = [sys.executable, "-m", "graders.harness.batch", "--job", "--project", str(self.project.root),
                "--seed", str(s.seed), "--lang", s.lang, "--parent", str(os.getpid()),
-               "--work", str(work)]  # fmt: skip
+               "--work", str(work), "--submission-seconds", str(job_budget(self.budget))]  # fmt: skip
         if uid_block is not None:
             cmd += ["--uid-block", str(uid_block)]
         for exercise in s.exercises or []:

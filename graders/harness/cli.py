@@ -103,11 +103,13 @@ def prepare_submission(project: Project, path: str | None, notice: Callable[[str
 
 def cmd_grade(argv: list[str], project: Project) -> int:
     from .lms import render  # text/html/md/json from reports, plus the LMS formats
+    from .progress import CheckProgress
     from .runner import grade
 
     args = grade_parser().parse_args(argv)
     lang = args.lang or default_lang()
     folder = prepare_submission(project, args.path, lambda msg: print(msg, file=sys.stderr))
+    progress = CheckProgress(sys.stderr.fileno()) if sys.stderr.isatty() else None
     try:
         with interruptible():
             report = grade(
@@ -117,10 +119,15 @@ def cmd_grade(argv: list[str], project: Project) -> int:
                 lang=lang,
                 exercises=args.exercise,
                 run_hidden=project_runs_hidden(project),
+                progress=progress,
             )
     except KeyboardInterrupt:  # the sandbox is already gone (grade's own clean-up); nothing is written
+        if progress is not None:
+            progress.close()
         print(say("interrupted")(lang), file=sys.stderr)
         return EXIT_INTERRUPTED
+    if progress is not None:
+        progress.close()
     if args.out is not None:
         args.out.write_text(render(report, args.format), encoding="utf-8")
         print(f"report written to {args.out}", file=sys.stderr)

@@ -80,8 +80,10 @@ def grade(
     exercises: list[str] | None = None,
     pool: SandboxPool | None = None,
     run_hidden: bool = True,
+    progress: object | None = None,
 ) -> Report:
-    """Grade `submission` (a folder of `<exercise>.py` files) and return the report."""
+    """Grade `submission` (a folder of `<exercise>.py` files) and return the report. `progress`, a
+    pytest plugin such as `progress.CheckProgress`, is told about each check as it starts."""
     submission = Path(submission)
     python_path_guard(submission)
     manifests = project.load_manifests(exercises)
@@ -95,7 +97,7 @@ def grade(
     try:
         if args:
             with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
-                status = pytest.main(args, plugins=[plugin])
+                status = pytest.main(args, plugins=[plugin, *([progress] if progress else [])])
             if status == pytest.ExitCode.INTERRUPTED:  # pytest caught Ctrl-C: no report of half a run
                 raise KeyboardInterrupt
         return build_report(ctx, plugin, manifests, lang)

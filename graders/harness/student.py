@@ -20,6 +20,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .budget import EXERCISE_FACTOR, Stopwatch, SubmissionClock, code_of
 from .errors import (
     CheckFailed,
     StudentCodeError,
@@ -110,12 +111,15 @@ class StudentSession:
         self.protections: list[str] = []
         self.slots: dict[str, ModuleSlot] = {}
         self._outputs: list[CapturedOutput] = []  # of the workers already retired
+        self.clock = SubmissionClock(pool.limits.submission_seconds)  # see `budget`
 
     def add(self, name: str, path: Path, seed: int, call_seconds: float | None = None) -> ModuleSlot:
         """Declare the module `name` (file `path`); `call_seconds` is capped by the pool's limit."""
         if name not in self.slots:
             cap = self.pool.limits.call_seconds
             self.slots[name] = ModuleSlot(name, path, seed, min(call_seconds or cap, cap))
+            budget = self.pool.limits.exercise_seconds or EXERCISE_FACTOR * self.slots[name].call_seconds
+            self.clock.add(name, budget)
         return self.slots[name]
 
     def module(self, name: str) -> StudentModule:
@@ -191,15 +195,17 @@ class StudentSession:
 
     # ------------------------------------------------------------ requests
 
-    def _exchange(self, slot: ModuleSlot, header: dict, buffers: list[bytes] = ()) -> dict:
+    def _exchange(self, slot: ModuleSlot, header: dict, buffers: list[bytes] = (), code: str = "") -> dict:
         worker = self.worker
         assert worker is not None
         if worker.output.label != slot.name:
             worker.label_output(slot.name)
-        timeout = slot.call_seconds
+        timeout = self.clock.timeout(slot.name, code, slot.call_seconds)  # the budgets' share of it
         try:
-            reply, bufs = worker.request_raw(header, timeout, list(buffers))
+            with Stopwatch(self.clock, slot.name):
+                reply, bufs = worker.request_raw(header, timeout, list(buffers))
         except WorkerTimeout:
+            self.clock.timed_out(slot.name, code)
             raise StudentTimeout(say("timeout", seconds=timeout)) from None
         except SandboxFailure as exc:
             key = "protocol" if exc.kind == "protocol" else "crash"
@@ -230,13 +236,15 @@ class StudentSession:
     def request(self, slot: ModuleSlot, op: str, obj: RemoteObject | None, label: str = "", **fields):
         """Run one op on `slot`'s module (`obj` None) or on an object of the worker; return its
         decoded value or raise a `StudentFault`."""
+        code = code_of(label)
+        self.clock.timeout(slot.name, code, slot.call_seconds)  # fails at once if it must not run
         self._ensure(slot)  # may replace a dead worker: only then can `obj` be checked for staleness
         target = {"$module": slot.name} if obj is None else obj._target()
         buffers: list[bytes] = []
         header = {"op": op, "target": target}
         for key, value in fields.items():
             header[key] = wire.encode_value(value, buffers, self._handle_of)
-        reply = self._exchange(slot, header, buffers)
+        reply = self._exchange(slot, header, buffers, code)
         if not reply["ok"]:
             raise self._call_fault(reply["error"], label)
         value = reply.get("value")

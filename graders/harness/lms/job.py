@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 from ..i18n import Lang
 from ..models import ExerciseManifest
 from ..project import Project
-from ..sandbox.client import SandboxPool
+from ..sandbox.client import Limits, SandboxPool
 from .intake import Entry, Refusal, require_exercise_files, submission_root, unpack_zip
 from .messages import msg
 from .pool import BatchPool
@@ -169,6 +169,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--parent", type=int, required=True)
     p.add_argument("--work", type=Path, default=None, help="temporary folder of this job (removed on exit)")
     p.add_argument("--uid-block", type=int, default=None, help="the sandbox uid block this job may use")
+    p.add_argument("--submission-seconds", type=float, default=None, help="time budget of one submission")
     return p
 
 
@@ -179,7 +180,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.work is not None:
         args.work.mkdir(parents=True, exist_ok=True)
         tempfile.tempdir = str(args.work)
-    pool = BatchPool(uid_block=args.uid_block)
+    budget = args.submission_seconds
+    limits = Limits() if budget is None else Limits(submission_seconds=budget)
+    pool = BatchPool(limits, uid_block=args.uid_block)
     warm = threading.Thread(target=pool.warm, daemon=True)
     warm.start()  # the zygote imports torch while this process does the same
     import torch

@@ -79,6 +79,9 @@ class Limits:
     """Per-worker limits. Times in seconds, sizes in bytes."""
 
     call_seconds: float = 120.0  # caps each exercise's own deadline (its manifest's call_seconds)
+    # wall-clock budgets (see `budget`): an exercise's (None: 2 x its call deadline), a submission's
+    exercise_seconds: float | None = None
+    submission_seconds: float | None = 120.0
     call_cpu_seconds: float | None = None  # CPU budget of one call; None: the call's wall deadline
     cpu_seconds: int = 60
     memory_bytes: int = 3 << 30
