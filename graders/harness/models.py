@@ -51,6 +51,10 @@ class ExerciseManifest(_Strict):
     exports: list[str] = Field(min_length=1, description="names the student's module must define")
     call_seconds: float = Field(10.0, gt=0, le=120, description="deadline for one call into student code")
     has_weights: bool = Field(False, description="reports show a heatmap of attention weights")
+    banned: list[str] = Field(
+        default_factory=list,
+        description="dotted names a submission must not use (the built-by-hand rule: see harness.banned)",
+    )
     checks: list[CheckSpec] = Field(min_length=1)
     diagnoses: dict[str, DiagnosisSpec] = Field(default_factory=dict)
 

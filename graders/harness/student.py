@@ -88,6 +88,7 @@ class ModuleSlot:
     source: bytes | None = None
     load_error: StudentFault | None = None
     generation: int = 0  # the worker generation it is loaded in; 0: none
+    banned: tuple[str, ...] = ()  # names the worker's tripwire watches for this module (see `banned`)
     objects: dict[str, RemoteObject] = field(default_factory=dict)  # module attributes read, see below
 
 
@@ -113,11 +114,15 @@ class StudentSession:
         self._outputs: list[CapturedOutput] = []  # of the workers already retired
         self.clock = SubmissionClock(pool.limits.submission_seconds)  # see `budget`
 
-    def add(self, name: str, path: Path, seed: int, call_seconds: float | None = None) -> ModuleSlot:
-        """Declare the module `name` (file `path`); `call_seconds` is capped by the pool's limit."""
+    def add(
+        self, name: str, path: Path, seed: int, call_seconds: float | None = None, banned=()
+    ) -> ModuleSlot:
+        """Declare the module `name` (file `path`); `call_seconds` is capped by the pool's limit;
+        `banned` names are watched by the worker's tripwire while it runs (see `banned`)."""
         if name not in self.slots:
             cap = self.pool.limits.call_seconds
-            self.slots[name] = ModuleSlot(name, path, seed, min(call_seconds or cap, cap))
+            seconds = min(call_seconds or cap, cap)
+            self.slots[name] = ModuleSlot(name, path, seed, seconds, banned=tuple(banned))
             budget = self.pool.limits.exercise_seconds or EXERCISE_FACTOR * self.slots[name].call_seconds
             self.clock.add(name, budget)
         return self.slots[name]
@@ -155,7 +160,7 @@ class StudentSession:
         if not fresh:  # a fault here is the other module's doing: it costs this check, nothing more
             header = {"op": "load", "module": PRELUDE_MODULE, "filename": "<prelude>"}
             self._exchange(slot, header, [prelude(slot.seed)])
-        header = {"op": "load", "module": slot.name, "filename": slot.path.name}
+        header = {"op": "load", "module": slot.name, "filename": slot.path.name, "banned": list(slot.banned)}
         try:
             reply = self._exchange(slot, header, [slot.source])
         except StudentFault as exc:  # a load that hangs or kills its worker does so every time: fail fast
@@ -287,6 +292,10 @@ class StudentModule:
         if isinstance(value, RemoteObject):
             slot.objects[name] = value
         return value
+
+    def _tripwire(self) -> list:
+        """The worker tripwire's record for this module, [[banned name, line], ...] (see `banned`)."""
+        return self._session.request(self._slot, "tripwire", None, "tripwire") or []
 
 
 class RemoteObject:
