@@ -6,6 +6,7 @@ HTML and Markdown go through Jinja templates (HTML with autoescape); JSON is the
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import jinja2
@@ -32,6 +33,10 @@ def _fmt(value: float) -> str:
 
 
 def _cell_color(value: float, low: float, high: float) -> str:
+    """A cell's colour on the matrix's scale; NaN and ±inf (a student's matrix may hold them) grey."""
+    if not math.isfinite(value):
+        return "rgb(200,200,200)"
+    low, high = (low, high) if math.isfinite(low) and math.isfinite(high) else (0.0, 1.0)
     t = 0.0 if high <= low else (value - low) / (high - low)
     t = min(max(t, 0.0), 1.0)
     r, g, b = int(255 - 200 * t), int(255 - 120 * t), int(255 - 40 * t)
