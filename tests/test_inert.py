@@ -41,19 +41,58 @@ EX = "ex02_self_attention"
 MANIFEST = PROJECT.load_manifest(EX)
 
 # text a student controls: anything, with the nasty parts made likely
-NASTY = st.sampled_from([
-    "\x1b[2J", "\x1b]52;c;Zm9v\x07", "\x1b]0;title\x07", "\r", "\x00", "\x7f", "\x9b", "\u202e", "\u2028",
-    "\ud800", "\udcfc", "\ufffe", "<img src=x onerror=alert(1)>", "<script>", "</pre>", "&amp;", "\n# Total",
-    "\n===", "[x](javascript:alert(1))", "```", "~~~", "|", "\\", "*", "_", "=cmd|' /C calc'!A0", "\t", "\n",
-    "javascript:", "\u0000\u0001", "<!--", "]]>", "\n    code", "> quote", "1. ", "- ", "<https://x>",
-])  # fmt: skip
+NASTY = st.sampled_from(
+    [
+        "\x1b[2J",
+        "\x1b]52;c;Zm9v\x07",
+        "\x1b]0;title\x07",
+        "\r",
+        "\x00",
+        "\x7f",
+        "\x9b",
+        "\u202e",
+        "\u2028",
+        "\ud800",
+        "\udcfc",
+        "\ufffe",
+        "<img src=x onerror=alert(1)>",
+        "<script>",
+        "</pre>",
+        "&amp;",
+        "\n# Total",
+        "\n===",
+        "[x](javascript:alert(1))",
+        "```",
+        "~~~",
+        "|",
+        "\\",
+        "*",
+        "_",
+        "=cmd|' /C calc'!A0",
+        "\t",
+        "\n",
+        "javascript:",
+        "\u0000\u0001",
+        "<!--",
+        "]]>",
+        "\n    code",
+        "> quote",
+        "1. ",
+        "- ",
+        "<https://x>",
+    ]
+)
 TEXT = st.lists(st.one_of(st.text(max_size=20), NASTY), max_size=12).map("".join)
 CELL = st.one_of(st.floats(allow_nan=True, allow_infinity=True, width=64), st.just(float("nan")))
-MATRIX = st.integers(1, 4).flatmap(lambda n: st.lists(st.lists(CELL, min_size=n, max_size=n), min_size=1, max_size=4))
+MATRIX = st.integers(1, 4).flatmap(
+    lambda n: st.lists(st.lists(CELL, min_size=n, max_size=n), min_size=1, max_size=4)
+)
 NAME_BYTES = st.binary(min_size=1, max_size=240).filter(
     lambda b: b"/" not in b and b"\0" not in b and not b.startswith(b".")
 )
-PROPERTY = settings(max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(
+    max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 @st.composite
@@ -62,22 +101,38 @@ def reports(draw) -> Report:
     for spec in MANIFEST.checks[:4]:
         status = draw(st.sampled_from(["passed", "failed", "error", "timeout", "not_implemented"]))
         diagnosis = draw(st.one_of(st.none(), TEXT))
-        checks.append(CheckResult(
-            id=spec.id, title=spec.title("en"), status=status, score=spec.points if status == "passed" else 0.0,
-            max_score=spec.points, message=draw(TEXT), diagnosis="x" if diagnosis else None,
-            diagnosis_message=diagnosis, student_traceback=draw(TEXT),
-            heatmaps=[Heatmap(label="w", got=m, expected=m) for m in draw(st.lists(MATRIX, max_size=2))],
-        ))  # fmt: skip
+        checks.append(
+            CheckResult(
+                id=spec.id,
+                title=spec.title("en"),
+                status=status,
+                score=spec.points if status == "passed" else 0.0,
+                max_score=spec.points,
+                message=draw(TEXT),
+                diagnosis="x" if diagnosis else None,
+                diagnosis_message=diagnosis,
+                student_traceback=draw(TEXT),
+                heatmaps=[Heatmap(label="w", got=m, expected=m) for m in draw(st.lists(MATRIX, max_size=2))],
+            )
+        )
     exercise = ExerciseResult(
-        id=EX, title=MANIFEST.title("en"), score=sum(c.score for c in checks),
-        max_score=sum(c.max_score for c in checks), checks=checks, output=draw(TEXT),
+        id=EX,
+        title=MANIFEST.title("en"),
+        score=sum(c.score for c in checks),
+        max_score=sum(c.max_score for c in checks),
+        checks=checks,
+        output=draw(TEXT),
         output_dropped=draw(st.integers(0, 10**6)),
-    )  # fmt: skip
+    )
     name = os.fsdecode(draw(NAME_BYTES))
     report = Report(
-        submission=f"/srv/{name}", score=exercise.score, max_score=exercise.max_score, seed=1,
-        lang=draw(st.sampled_from(["en", "zh"])), exercises=[exercise],
-    )  # fmt: skip
+        submission=f"/srv/{name}",
+        score=exercise.score,
+        max_score=exercise.max_score,
+        seed=1,
+        lang=draw(st.sampled_from(["en", "zh"])),
+        exercises=[exercise],
+    )
     return bound_report(report)  # what runner.build_report returns
 
 
@@ -133,17 +188,28 @@ def test_student_keys_are_one_to_one_printable_and_fit_a_file_name(names):
 @given(st.lists(st.tuples(NAME_BYTES, TEXT), min_size=1, max_size=6, unique_by=lambda t: t[0]))
 def test_gradebook_has_one_row_per_student_whatever_the_names(entries):
     results = [
-        SubmissionResult(student=inert.student_key(os.fsdecode(name)), source=os.fsdecode(name), status="refused",
-                         problem="zip_bad", reason=reason, seed=1, lang="en", score=0.0, max_score=28.0)
+        SubmissionResult(
+            student=inert.student_key(os.fsdecode(name)),
+            source=os.fsdecode(name),
+            status="refused",
+            problem="zip_bad",
+            reason=reason,
+            seed=1,
+            lang="en",
+            score=0.0,
+            max_score=28.0,
+        )
         for name, reason in entries
-    ]  # fmt: skip
+    ]
     text = gradebook.render(results, [MANIFEST])
     rows = list(csv.DictReader(io.StringIO(text, newline="")))
     assert sorted(r["student"].removeprefix("'") for r in rows) == sorted(r.student for r in results)
     for line in text.split("\r\n")[:-1]:  # no bare CR or LF outside a quoted field: one line per row
         assert "\r" not in line
     for row in rows:
-        assert not row["student"].startswith(gradebook.FORMULA_START) and not row["reason"].startswith(("=", "+", "@"))
+        assert not row["student"].startswith(gradebook.FORMULA_START) and not row["reason"].startswith(
+            ("=", "+", "@")
+        )
 
 
 @PROPERTY
@@ -152,8 +218,16 @@ def test_progress_lines_are_one_line_each_with_nothing_active(names, bar):
     stream = io.StringIO()
     progress = Progress(len(names), 0, stream, bar=bar)
     for name in names:
-        result = SubmissionResult(student=inert.student_key(os.fsdecode(name)), source="x", status="refused",
-                                  problem="\x1b[2J" + os.fsdecode(name), seed=1, lang="en", score=0.0, max_score=1.0)  # fmt: skip
+        result = SubmissionResult(
+            student=inert.student_key(os.fsdecode(name)),
+            source="x",
+            status="refused",
+            problem="\x1b[2J" + os.fsdecode(name),
+            seed=1,
+            lang="en",
+            score=0.0,
+            max_score=1.0,
+        )
         progress.advance(result)
     out = stream.getvalue()
     own = re.compile(r"\r|\x1b\[K") if bar else re.compile("$^")
@@ -167,10 +241,19 @@ def test_progress_lines_are_one_line_each_with_nothing_active(names, bar):
 REFERENCE = PROJECT.reference_path(EX).read_bytes()
 STUB = PROJECT.template_path(EX).read_bytes()
 FIXED_NAMES = [
-    b"m\xfcller", b"x" * 240, b"a\rb=HYPERLINK(\"evil\")", b"\x1b[2J\x1b]0;owned\x07evil",
-    b"<img src=x onerror=alert(1)>", b"=1+2", b"new\nline", b"tab\tname", "\u202eevil".encode(),
-    ("\u00e9" * 110).encode(), b"back\\slash", b"m\\xfcller",
-]  # fmt: skip
+    b"m\xfcller",
+    b"x" * 240,
+    b'a\rb=HYPERLINK("evil")',
+    b"\x1b[2J\x1b]0;owned\x07evil",
+    b"<img src=x onerror=alert(1)>",
+    b"=1+2",
+    b"new\nline",
+    b"tab\tname",
+    "\u202eevil".encode(),
+    ("\u00e9" * 110).encode(),
+    b"back\\slash",
+    b"m\\xfcller",
+]
 
 
 def run_batch(root: Path, names: list[bytes]) -> tuple[subprocess.CompletedProcess, Path]:
@@ -185,8 +268,26 @@ def run_batch(root: Path, names: list[bytes]) -> tuple[subprocess.CompletedProce
         os.mkdir(path)
         with open(os.path.join(path, f"{EX}.py".encode()), "wb") as fh:
             fh.write(REFERENCE if i % 2 == 0 else STUB)
-    cmd = [sys.executable, str(PROJECT.root / "grade.py"), "batch", str(subs), "--out", str(out), "--exercise", EX,
-           "--seed", "5", "--call-seconds", "1", "--jobs", "1", "--format", "junit", "--lang", "en"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        str(PROJECT.root / "grade.py"),
+        "batch",
+        str(subs),
+        "--out",
+        str(out),
+        "--exercise",
+        EX,
+        "--seed",
+        "5",
+        "--call-seconds",
+        "1",
+        "--jobs",
+        "1",
+        "--format",
+        "junit",
+        "--lang",
+        "en",
+    ]
     proc = subprocess.run(cmd, capture_output=True, timeout=600)
     return proc, out
 
@@ -201,8 +302,14 @@ def check_batch(proc: subprocess.CompletedProcess, out: Path, count: int) -> Non
         rows = list(csv.DictReader(fh))
     assert len(rows) == count and len({r["student"] for r in rows}) == count
     assert json.loads((out / "analytics.json").read_text(encoding="utf-8"))["submissions"] == count
-    assert inert_check.html_problems((out / "class_report.html").read_text(encoding="utf-8"),
-                                     inert_check.HTML_TAGS | {"h2", "table", "th", "b", "div"}, "class report") == []  # fmt: skip
+    assert (
+        inert_check.html_problems(
+            (out / "class_report.html").read_text(encoding="utf-8"),
+            inert_check.HTML_TAGS | {"h2", "table", "th", "b", "div"},
+            "class report",
+        )
+        == []
+    )
     for path in (out / "junit").glob("*.xml"):
         import xml.etree.ElementTree as ET
 
