@@ -90,10 +90,14 @@ def markdown(text: str, inline: bool = False) -> str:
     text = clean(text)
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
     text = _MD_SPECIAL.sub(r"\\\1", text)
-    lines = [line.strip() for line in text.split("\n")]
+    lines = [line.strip() for line in text.replace("\t", " ").split("\n")]
     if inline:
         return " ".join(line for line in lines if line)
-    return "\\\n".join(lines).replace("\t", " ")
+    while lines and not lines[0]:
+        lines.pop(0)
+    while lines and not lines[-1]:
+        lines.pop()
+    return "\\\n".join(lines)  # a backslash at the end of a line: a hard line break
 
 
 def markdown_code(text: str) -> str:
