@@ -223,7 +223,10 @@ def class_run(tmp_path_factory):
     make_zip(subs / "mallory.zip", {"../../escape.py": b"print('pwned')"})
     make_zip(subs / "bomb.zip", {FILE: b"#" * (40 << 20)})
     (subs / "readme.txt").write_text("not a submission")
-    proc = run_batch(subs, out, "--jobs", "2", "--format", "gradescope", "--submission-timeout", "6")
+    # budgets past the watchdog's limit: this batch tests the watchdog (a job stopped mid-submission)
+    watchdog = ["--submission-timeout", "6", "--call-seconds", "30", "--exercise-budget", "60"]
+    watchdog += ["--submission-budget", "60"]
+    proc = run_batch(subs, out, "--jobs", "2", "--format", "gradescope", *watchdog)
     return subs, out, proc
 
 

@@ -2,7 +2,8 @@
 
     python grade.py batch SUBMISSIONS_DIR --out RESULTS_DIR [--jobs N]
                     [--format json|gradescope|prairielearn|junit] [--seed N] [--lang zh|en]
-                    [--exercise ID ...] [--call-seconds S] [--submission-timeout S] [--retry-errors]
+                    [--exercise ID ...] [--call-seconds S] [--submission-timeout S]
+                    [--exercise-budget S] [--submission-budget S] [--retry-errors]
 
 SUBMISSIONS_DIR holds one folder or one `.zip` per student. The batch starts N job processes
 (`python -m graders.harness.batch --job ...`, see `lms/job.py`), each with its own zygote, and
@@ -42,6 +43,7 @@ from .lms.store import WORK_DIR, ResultStore, StoreBusy, write_atomic
 from .models import ExerciseManifest
 from .project import Project
 from .sandbox import isolation
+from .sandbox.client import Limits
 
 CODE_ROOT = Path(__file__).resolve().parents[2]  # the folder that holds the `graders` package
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
@@ -96,6 +98,21 @@ def batch_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="S",
         help="stop grading one submission after S seconds",
+    )
+    p.add_argument(
+        "--exercise-budget",
+        type=float,
+        default=None,
+        metavar="S",
+        help="time one exercise's code may take in all (default: twice its call deadline)",
+    )
+    p.add_argument(
+        "--submission-budget",
+        type=float,
+        default=None,
+        metavar="S",
+        help="time one submission's code may take in all, its checks then fail as timed out "
+        "(default: 120, or less to fit --submission-timeout)",
     )
     p.add_argument(
         "--retry-errors",
@@ -157,9 +174,10 @@ def submission_budget(manifests: list[ExerciseManifest], call_cap: float | None)
 
 
 def job_budget(watchdog: float) -> float:
-    """The time budget a job grades a submission under: enough before the watchdog's limit that the
-    submission gets a report saying which checks ran out of time rather than a row saying "stopped"."""
-    return max(1.0, min(watchdog - 5.0, 0.8 * watchdog))
+    """The time budget a job grades a submission under (the sandbox's default, 120 s, or less): early
+    enough before the watchdog's limit that the submission gets a report saying which checks ran
+    out of time rather than a row saying it was stopped."""
+    return max(1.0, min(Limits().submission_seconds or 120.0, watchdog - 5.0, 0.8 * watchdog))
 
 
 # ---------------------------------------------------------------- jobs
@@ -238,10 +256,13 @@ class Job:
 class Dispatcher:
     """Feeds submissions to N jobs, writes results as they come, replaces jobs that fail."""
 
-    def __init__(self, project: Project, settings: BatchSettings, store: ResultStore, fmt: str,
-                 jobs: int, budget: float, progress: Progress) -> None:  # fmt: skip
+    def __init__(self, project: Project, settings: BatchSettings, store: ResultStore, fmt: str, jobs: int,
+                 budget: float, progress: Progress, code_budget: float | None = None,
+                 exercise_budget: float | None = None) -> None:  # fmt: skip
         self.project, self.settings, self.store, self.fmt = project, settings, store, fmt
         self.n_jobs, self.budget, self.progress = jobs, budget, progress
+        self.code_budget = code_budget or job_budget(budget)  # what a job grades a submission under
+        self.exercise_budget = exercise_budget
         self.selector = selectors.DefaultSelector()
         self.jobs: list[Job] = []
         self.retired: list[Job] = []
@@ -255,9 +276,11 @@ class Dispatcher:
         s = self.settings
         cmd = [sys.executable, "-m", "graders.harness.batch", "--job", "--project", str(self.project.root),
                "--seed", str(s.seed), "--lang", s.lang, "--parent", str(os.getpid()),
-               "--work", str(work), "--submission-seconds", str(job_budget(self.budget))]  # fmt: skip
+               "--work", str(work), "--submission-seconds", str(self.code_budget)]  # fmt: skip
         if uid_block is not None:
             cmd += ["--uid-block", str(uid_block)]
+        if self.exercise_budget is not None:
+            cmd += ["--exercise-seconds", str(self.exercise_budget)]
         for exercise in s.exercises or []:
             cmd += ["--exercise", exercise]
         if s.call_seconds is not None:
@@ -469,7 +492,10 @@ def _run(
         f"seed {settings.seed}, results in {args.out}",
         file=sys.stderr,
     )
-    dispatcher = Dispatcher(project, settings, store, args.format, args.jobs, budget, progress)
+    dispatcher = Dispatcher(
+        project, settings, store, args.format, args.jobs, budget, progress, args.submission_budget,
+        args.exercise_budget,
+    )  # fmt: skip
     started = time.monotonic()
     status = EXIT_OK
     try:

@@ -21,7 +21,10 @@ from ..distribution import DistributionError, write_distribution
 from ..project import Project
 
 ZIP_NAME = "autograder.zip"
-DEFAULT_REQUIREMENTS = ["torch>=2.1", "numpy>=1.24", "pydantic>=2.5", "jinja2>=3.1", "pytest>=7.4"]
+DEFAULT_REQUIREMENTS = [
+    "torch>=2.1", "numpy>=1.24", "pydantic>=2.5", "jinja2>=3.1", "pytest>=7.4",
+    'pyseccomp>=0.1.2; sys_platform == "linux"',
+]  # fmt: skip
 EPOCH = (1980, 1, 1, 0, 0, 0)
 
 SETUP_SH = """\

@@ -170,6 +170,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--work", type=Path, default=None, help="temporary folder of this job (removed on exit)")
     p.add_argument("--uid-block", type=int, default=None, help="the sandbox uid block this job may use")
     p.add_argument("--submission-seconds", type=float, default=None, help="time budget of one submission")
+    p.add_argument("--exercise-seconds", type=float, default=None, help="time budget of one exercise")
     return p
 
 
@@ -180,8 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.work is not None:
         args.work.mkdir(parents=True, exist_ok=True)
         tempfile.tempdir = str(args.work)
-    budget = args.submission_seconds
-    limits = Limits() if budget is None else Limits(submission_seconds=budget)
+    budgets = {"submission_seconds": args.submission_seconds, "exercise_seconds": args.exercise_seconds}
+    limits = Limits(**{k: v for k, v in budgets.items() if v is not None})
     pool = BatchPool(limits, uid_block=args.uid_block)
     warm = threading.Thread(target=pool.warm, daemon=True)
     warm.start()  # the zygote imports torch while this process does the same
