@@ -325,7 +325,7 @@ def test_a_batch_of_hostile_names_gives_one_row_and_one_result_each(tmp_path):
 
 
 @pytest.mark.slow
-@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=1, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])  # noqa: E501
 @given(st.lists(NAME_BYTES, min_size=2, max_size=5, unique=True))
 def test_a_batch_of_generated_names_gives_one_row_and_one_result_each(tmp_path_factory, names):
     root = tmp_path_factory.mktemp("names")
