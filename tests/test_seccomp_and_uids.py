@@ -169,3 +169,22 @@ def test_a_pool_handed_a_block_uses_it(tmp_path):
             probe.close()
     finally:
         holder.close()
+
+
+def test_a_zygote_started_again_gives_out_no_uid_twice(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("uids are switched only as root")
+    import signal
+    import time
+
+    with SandboxPool(LIMITS) as pool:
+        first = Probe(pool)
+        uids = [first.call("uid")]
+        first.close()
+        os.kill(pool.zygote_pid, signal.SIGKILL)  # the pool starts a new zygote on its next request
+        time.sleep(0.2)
+        second = Probe(pool)
+        uids.append(second.call("uid"))
+        second.close()
+    assert uids[0] != uids[1]
+    assert {isolation.uid_block_of(u) for u in uids} == {pool.uid_block}

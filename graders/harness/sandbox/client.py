@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import select
 import signal
 import socket
@@ -28,7 +29,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import wire
+from . import isolation, wire
 
 SANDBOX_PARENT = Path(__file__).resolve().parent.parent  # the folder that holds `sandbox/`
 
@@ -190,8 +191,11 @@ class SandboxPool:
         uid_block: int | None = None,
     ) -> None:
         self.limits = limits or Limits()
+        self._uid_holder = None
+        if uid_block is None:  # held for the pool's whole life: a zygote started again reuses no uid
+            uid_block, self._uid_holder = isolation.reserve_uid_block(secrets.randbelow(isolation.UID_BLOCKS))
         self.options = {"run_as": list(run_as) if run_as else None, "isolate": isolate, "userns": userns,
-                        "uid_block": uid_block}  # fmt: skip
+                        "uid_block": uid_block, "uid_start": 0}  # fmt: skip
         self._proc: subprocess.Popen | None = None
         self._control: socket.socket | None = None
         self._lock = threading.Lock()
@@ -199,6 +203,7 @@ class SandboxPool:
         self.zygote_pid: int | None = None
         self.mode: str | None = None  # "root", "userns" or "none", as the zygote found it
         self.uid_block: int | None = None  # the block of uids its workers get (root mode)
+        self._uid_next = 0  # the index in the block after the last uid a worker got
 
     def _start(self) -> None:
         if self._tmp is None:
@@ -209,7 +214,7 @@ class SandboxPool:
             "OPENBLAS_NUM_THREADS": "1",  # one thread: the zygote must stay single-threaded to unshare
             **{k: os.environ[k] for k in PASSED_ENV if k in os.environ},
         }  # fmt: skip
-        options = dict(self.options, allowed_imports=list(ALLOWED_IMPORTS))
+        options = dict(self.options, allowed_imports=list(ALLOWED_IMPORTS), uid_start=self._uid_next)
         self._proc = subprocess.Popen(
             [
                 sys.executable,
@@ -274,6 +279,9 @@ class SandboxPool:
             ours.close()
             os.close(out_r)
             raise SandboxUnavailable(f"the sandbox could not start a worker: {reply.get('error', reply)}")
+        if type(reply.get("uid")) is int and self.uid_block is not None:
+            index = reply["uid"] - isolation.sandbox_uid(self.uid_block, 0)
+            self._uid_next = max(self._uid_next, index + 1)
         worker = SandboxWorker(self, reply["pid"], ours, out_r)
         worker.cpu_file = reply.get("cpu_file") if isinstance(reply.get("cpu_file"), str) else None
         try:
