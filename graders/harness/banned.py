@@ -34,6 +34,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from .student import read_submission_file  # the one safe reader of a submission's file
+
 Kind = Literal["banned", "dynamic", "tripwire"]
 
 DYNAMIC_CALLS = {
@@ -237,8 +239,6 @@ class BuiltByHand:
         self.student, self.path, self.banned = student, path, list(banned)
 
     def static(self) -> list[Finding]:
-        from .student import read_submission_file  # the one safe reader of a submission's file
-
         return static_findings(read_submission_file(self.path), self.banned)
 
     def tripwire(self) -> list[Finding]:

@@ -13,8 +13,10 @@ Three privilege modes, found once when the zygote starts (`probe_privilege`):
   the namespace, and no cgroup is made.
 * ``none``: neither. Rlimits, a session of their own, and the zygote's sweep as child subreaper.
 
-Every function returns the names of the protections that took effect: they end up in each
-report, so a report always says what it ran under. Imports: standard library only.
+At every level the worker also loads a seccomp filter (`SeccompFilter`, `SECCOMP_DENIED`) once its
+own set-up is done. Every function returns the names of the protections that took effect: they end
+up in each report, so a report always says what it ran under. Imports: standard library only, and
+`pyseccomp` (libseccomp's ctypes bindings), imported by the zygote before any worker is forked.
 
 What the lower levels do not protect:
 
