@@ -13,7 +13,6 @@ import pytest
 
 from graders.harness.banned import read_source, static_findings
 from graders.harness.project import default_project
-from graders.harness.sandbox.client import Limits, SandboxPool
 from graders.harness.student import StudentSession
 
 PROJECT = default_project()
@@ -134,12 +133,6 @@ def run(q):
 '''
 
 
-@pytest.fixture(scope="module")
-def session_pool():
-    with SandboxPool(Limits(call_seconds=10)) as pool:
-        yield pool
-
-
 def load(pool, tmp_path, source: str):
     path = tmp_path / f"{EX4}.py"
     path.write_text(source, encoding="utf-8")
@@ -148,10 +141,10 @@ def load(pool, tmp_path, source: str):
     return session, session.module(EX4)
 
 
-def test_the_tripwire_records_each_banned_call_with_its_line(session_pool, tmp_path):
+def test_the_tripwire_records_each_banned_call_with_its_line(pool, tmp_path):
     import torch
 
-    session, student = load(session_pool, tmp_path, USES_MHA)
+    session, student = load(pool, tmp_path, USES_MHA)
     try:
         assert student._tripwire() == []  # nothing ran yet
         layer = student.SimpleMultiHeadAttention(8, 2)
@@ -165,10 +158,10 @@ def test_the_tripwire_records_each_banned_call_with_its_line(session_pool, tmp_p
     assert ("torch.nn.functional.scaled_dot_product_attention", 16) in hits
 
 
-def test_a_tripwire_undone_says_so(session_pool, tmp_path):
+def test_a_tripwire_undone_says_so(pool, tmp_path):
     import torch
 
-    session, student = load(session_pool, tmp_path, UNDOES)
+    session, student = load(pool, tmp_path, UNDOES)
     try:
         student.run(torch.randn(1, 2, 4))
         hits = [h[0] for h in student._tripwire()]
@@ -178,13 +171,13 @@ def test_a_tripwire_undone_says_so(session_pool, tmp_path):
     assert ("dynamic", "F.scaled_dot_product_attention.__closure__") in kinds(UNDOES)
 
 
-def test_the_exercise_of_another_module_is_not_charged(session_pool, tmp_path):
+def test_the_exercise_of_another_module_is_not_charged(pool, tmp_path):
     """ex02 may call F.scaled_dot_product_attention: the wrappers stay, but its calls are ex02's."""
     import torch
 
     path = tmp_path / "ex02_self_attention.py"
     path.write_text(HEAD + "def f(q):\n    return F.scaled_dot_product_attention(q, q, q)\n")
-    session, student = load(session_pool, tmp_path, USES_MHA)
+    session, student = load(pool, tmp_path, USES_MHA)
     try:
         student._tripwire()  # ex04 loaded first: the tripwire is armed
         session.add("ex02_self_attention", path, seed=1, call_seconds=10)

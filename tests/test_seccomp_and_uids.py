@@ -82,12 +82,11 @@ class Probe:
 def any_pool(request):
     if os.geteuid() != 0:
         pytest.skip("needs root (to make the zygote drop to nobody for the lower levels)")
-    options = {
-        "root": {},
-        "nobody": {"run_as": NOBODY},
-        "nobody-without-userns": {"run_as": NOBODY, "userns": False},
-    }[request.param]
-    with SandboxPool(LIMITS, **options) as pool:
+    if request.param == "root":  # the session's own pool
+        yield request.getfixturevalue("pool")
+        return
+    options = {"nobody": {"run_as": NOBODY}, "nobody-without-userns": {"run_as": NOBODY, "userns": False}}
+    with SandboxPool(LIMITS, **options[request.param]) as pool:
         yield pool
 
 
@@ -119,12 +118,11 @@ def test_threads_fork_and_torch_still_work_under_the_filter(pool, grade_files):
     assert "seccomp-filter" in report.isolation
 
 
-@pytest.fixture(scope="module")
-def root_pool():
+@pytest.fixture
+def root_pool(pool):
     if os.geteuid() != 0:
         pytest.skip("uids are switched only as root")
-    with SandboxPool(LIMITS) as pool:
-        yield pool
+    return pool
 
 
 def test_no_uid_serves_two_workers_one_after_the_other(root_pool):
