@@ -2,11 +2,14 @@
 
     python benchmarks/hostile_suite.py [--seed N] [--spawns 30] [case ...]
 
-Per case: seconds taken, points awarded on the attacked checks (of how many), sandbox processes
-left, files changed, the case's budget, and whether everything held; then a total line. Then the
-median cost of starting one sandboxed worker (fork from the warm zygote, namespaces, empty root,
-uid switch, hello frame) next to a fresh `python -c "import torch"` measured in the same run.
-Targets: 0 points, 0 processes, 0 files on every case, each within budget, worker start < 50 ms.
+Per case: its exercise, seconds taken, points awarded on the attacked checks (of how many), the
+total score, sandbox processes left, files changed, problems of the report in any output format
+(not inert, not parsing, over its size bound), the case's budget, and whether everything held; then
+a total line. Then the median cost of starting one sandboxed worker (fork from the warm zygote,
+namespaces, empty root, uid switch, seccomp filter, hello frame) next to a fresh
+`python -c "import torch"` measured in the same run.
+Targets: 0 points, 0 processes, 0 files, 0 format problems on every case, each within budget,
+worker start < 50 ms.
 """
 
 from __future__ import annotations
@@ -60,11 +63,16 @@ def main(argv: list[str]) -> int:
     seed = args.seed if args.seed is not None else random.choice([s for s in range(1, 10**6) if s != 1234])
     project = default_project()
     cases = [c for c in suite.load_cases(project) if not args.cases or c.name in args.cases]
-    print(f"hostile suite: {len(cases)} cases, exercise {suite.EXERCISE}, seed {seed}, limits {suite.LIMITS}")
-    head = f"{'case':26s} {'seconds':>7s} {'points':>9s} {'procs':>5s} {'files':>5s} {'budget':>6s}  result"
+    exercises = sorted({c.exercise for c in cases})
+    print(f"hostile suite: {len(cases)} cases, exercises {', '.join(exercises)}, seed {seed}")
+    print(f"limits {suite.LIMITS}")
+    head = (
+        f"{'case':28s} {'ex':>4s} {'seconds':>7s} {'points':>9s} {'score':>5s} {'procs':>5s} {'files':>5s}"
+        f" {'fmt':>3s} {'budget':>6s}  result"
+    )
     print(head)
     print("-" * len(head))
-    totals = {"seconds": 0.0, "points": 0.0, "procs": 0, "files": 0, "failed": 0, "skipped": 0}
+    totals = {"seconds": 0.0, "points": 0.0, "procs": 0, "files": 0, "fmt": 0, "failed": 0, "skipped": 0}
     with suite.make_pool() as pool:
         level = suite.pool_level(pool)
         for case in cases:
@@ -73,8 +81,8 @@ def main(argv: list[str]) -> int:
             if r.skipped:
                 totals["skipped"] += 1
                 print(
-                    f"{case.name:26s} {'-':>7s} {'-':>9s} {'-':>5s} {'-':>5s} {case.budget:6.0f}"
-                    f"  skipped: {r.skipped}"
+                    f"{case.name:28s} {case.exercise[:4]:>4s} {'-':>7s} {'-':>9s} {'-':>5s} {'-':>5s}"
+                    f" {'-':>5s} {'-':>3s} {case.budget:6.0f}  skipped: {r.skipped}"
                 )
                 continue
             verdict = "ok" if r.ok else "FAILED: " + "; ".join(r.problems())
@@ -82,19 +90,21 @@ def main(argv: list[str]) -> int:
                 verdict += f" (earned {r.points_on_known_seed:g} under its studied seed {suite.RECORD_SEED})"
             points = f"{r.points_attacked:g}/{r.max_attacked:g}"
             print(
-                f"{case.name:26s} {r.seconds:7.2f} {points:>9s} {len(r.processes_left):5d} "
-                f"{len(r.files_changed):5d} {case.budget:6.0f}  {verdict}"
+                f"{case.name:28s} {case.exercise[:4]:>4s} {r.seconds:7.2f} {points:>9s} {r.score:5g}"
+                f" {len(r.processes_left):5d} {len(r.files_changed):5d} {len(r.format_problems):3d}"
+                f" {case.budget:6.0f}  {verdict}"
             )
             totals["seconds"] += r.seconds
             totals["points"] += r.points_attacked
             totals["procs"] += len(r.processes_left)
             totals["files"] += len(r.files_changed)
+            totals["fmt"] += len(r.format_problems)
             totals["failed"] += not r.ok
         print("-" * len(head))
         ran = len(cases) - totals["skipped"]
         print(
-            f"{'TOTAL':26s} {totals['seconds']:7.2f} {totals['points']:9g} {totals['procs']:5d}"
-            f" {totals['files']:5d}"
+            f"{'TOTAL':28s} {'':>4s} {totals['seconds']:7.2f} {totals['points']:9g} {'':>5s}"
+            f" {totals['procs']:5d} {totals['files']:5d} {totals['fmt']:3d}"
             f"         {ran - totals['failed']}/{ran} held, {totals['skipped']} skipped, isolation {level}"
         )
         full = spawn_cost(pool, args.spawns)

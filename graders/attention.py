@@ -67,6 +67,8 @@ def mistakes(q, k, v) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
     shifted = global_max_softmax(scores(q, k))
     row_min = row_min_softmax(scores(q, k))
     twice = torch.softmax(right_w, dim=-1)
+    shifted_rows = torch.exp(scores(q, k) - scores(q, k).amax(-1, keepdim=True))  # the max trick, per row
+    whole = [torch.exp(scores(q, k)) / torch.exp(scores(q, k)).sum(), shifted_rows / shifted_rows.sum()]
     out = {
         "no_scaling": (plain @ v64, plain),
         "divide_by_dk": attention(q, k, v, scale=1.0 / d_k),
@@ -80,6 +82,12 @@ def mistakes(q, k, v) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
         "row_min_softmax": (row_min @ v64, row_min),
         "double_softmax": (twice @ v64, twice),
         "context_from_scores": (scores(q, k) @ v64, right_w),
+        "returns_scores": (right_c, scores(q, k)),
+        "softmax_whole_tensor": [(w @ v64, w) for w in whole],
+        "log_softmax": (
+            torch.log_softmax(scores(q, k), dim=-1) @ v64,
+            torch.log_softmax(scores(q, k), dim=-1),
+        ),
     }
     causal = torch.ones(right_w.shape[-2:], dtype=torch.bool).tril()  # (L, S): query i sees keys ≤ i
     masked = torch.softmax(scores(q, k).masked_fill(~causal, float("-inf")), dim=-1)
@@ -96,17 +104,33 @@ def context_variants(q, k, v) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
     return mistakes(q, k, v)
 
 
+def each(variant, fn):
+    """`fn` applied to a variant's pair, or to each pair of a variant written several ways (a list)."""
+    return [fn(pair) for pair in variant] if isinstance(variant, list) else fn(variant)
+
+
+def swapped(variants: dict) -> dict:
+    """(a, b) pairs as (b, a), for the check of the other output, joined by the first."""
+    return {d: each(v, lambda pair: (pair[1], pair[0])) for d, v in variants.items()}
+
+
+def picked(variants: dict, index: int) -> dict:
+    """One output of each pair (0: the first, 1: the second), for a check without joint evidence."""
+    return {d: each(v, lambda pair: pair[index]) for d, v in variants.items()}
+
+
 def weight_variants(q, k, v) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
     """`mistakes` as (weights, context) pairs: for a check of the weights, joint with the context."""
-    return {d: (w, c) for d, (c, w) in mistakes(q, k, v).items()}
+    return swapped(mistakes(q, k, v))
 
 
 def row_sum_variants(q, k, v) -> dict[str, torch.Tensor]:
     """weights.sum(-1) of every mistake whose weights' rows do not sum to one."""
     out = {}
-    for diagnosis, (_, w) in mistakes(q, k, v).items():
-        sums = w.sum(-1)
-        if not torch.allclose(sums, torch.ones_like(sums), atol=1e-3):
+    for diagnosis, sums in picked(mistakes(q, k, v), 1).items():
+        sums = each(sums, lambda w: w.sum(-1))
+        forms = sums if isinstance(sums, list) else [sums]
+        if not all(torch.allclose(s, torch.ones_like(s), atol=1e-3) for s in forms):
             out[diagnosis] = sums
     return out
 

@@ -12,7 +12,6 @@ output of each wrong formula under its diagnosis id.
 
 from __future__ import annotations
 
-import ast
 import math
 from collections.abc import Callable
 
@@ -205,6 +204,28 @@ def large_score_inputs(rng: torch.Generator, batch: int, length: int, embed: int
     return state, x
 
 
+def widened(state: dict[str, torch.Tensor], num_heads: int, times: int = 4) -> dict[str, torch.Tensor]:
+    """The weights of a layer `times` as wide (E' = times·E) whose heads are this layer's heads
+    padded with zeros: fed x followed by zeros, head h sees q_h and k_h followed by zeros, so its
+    dot products are unchanged while d_k' = times·d_k. out_proj is zero (only the weights matter)."""
+    embed = state["query.weight"].shape[0]
+    head_dim = embed // num_heads
+    wide = times * embed
+    out = {}
+    for name in ("query", "key", "value"):
+        weight = torch.zeros(wide, wide, dtype=state[f"{name}.weight"].dtype)
+        bias = torch.zeros(wide, dtype=state[f"{name}.bias"].dtype)
+        for h in range(num_heads):
+            rows = slice(h * head_dim, (h + 1) * head_dim)  # head h here
+            wide_rows = slice(h * times * head_dim, h * times * head_dim + head_dim)  # its start there
+            weight[wide_rows, :embed] = state[f"{name}.weight"][rows]
+            bias[wide_rows] = state[f"{name}.bias"][rows]
+        out[f"{name}.weight"], out[f"{name}.bias"] = weight, bias
+    out["out_proj.weight"] = torch.zeros(wide, wide)
+    out["out_proj.bias"] = torch.zeros(wide)
+    return out
+
+
 # ---------------------------------------------------------------- known mistakes
 
 
@@ -246,6 +267,8 @@ def variants(
     right_out, right_w = forward(x, state, num_heads)
     out["weights_averaged"] = (right_out, right_w.mean(1))
     out["residual_added"] = (right_out + x.double(), right_w)
+    seq_out, seq_w = forward(x.transpose(0, 1), state, num_heads)  # x read as (L, B, E)
+    out["sequence_first"] = (seq_out.transpose(0, 1), seq_w)
     q, k, v = projections(x, state, num_heads)  # (B, H, L, d_k) each
     self_w = torch.softmax(A.scores(q, q), dim=-1)  # k = q: each head compares queries with queries
     out["keys_from_queries"] = (A.project(merge_heads(self_w @ v.double()), state, "out_proj"), self_w)
@@ -258,70 +281,7 @@ def softmax_over_folded_batch(scores: torch.Tensor, dim: int) -> torch.Tensor:
     return torch.softmax(scores.reshape(batch * heads, length, keys), dim=0).reshape(scores.shape)
 
 
-def swap(pairs: dict[str, tuple[torch.Tensor, torch.Tensor]]) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-    """(a, b) pairs as (b, a): `variants` for a check of the weights joined by the output."""
-    return {diagnosis: (b, a) for diagnosis, (a, b) in pairs.items()}
-
-
 def scale_estimator(x: torch.Tensor, state: dict[str, torch.Tensor], num_heads: int):
     """An `expect.close` estimator naming a wrong per-head scale (e.g. 1/4 where 1/2 = 1/√(E/H))."""
     head_dim = x.shape[-1] // num_heads
     return A.scale_estimator(head_scores(x, state, num_heads), 1 / math.sqrt(head_dim), "√(E/H)")
-
-
-# ---------------------------------------------------------------- static check of the source
-
-BUILTIN_PARTS = ("scaled_dot_product", "multi_head_attention")
-
-
-def _is_builtin(name: str) -> bool:
-    """torch's ready-made attention: nn.MultiheadAttention, F.scaled_dot_product_attention and kin."""
-    return name == "MultiheadAttention" or any(part in name for part in BUILTIN_PARTS)
-
-
-def _main_block_nodes(tree: ast.Module) -> set[int]:
-    """ids of the nodes under `if __name__ == "__main__":` (students may compare with torch there)."""
-    out: set[int] = set()
-    for stmt in tree.body:
-        test = ast.unparse(stmt.test) if isinstance(stmt, ast.If) else ""
-        if "__name__" in test and "__main__" in test:
-            out |= {id(n) for n in ast.walk(stmt)}
-    return out
-
-
-def builtin_attention_uses(source: str) -> list[tuple[str, int]]:
-    """(what, line) for each use of torch's built-in attention in a submission's source.
-
-    Flags attributes (`F.scaled_dot_product_attention`, `nn.MultiheadAttention`,
-    `torch.ops.aten._scaled_dot_product_flash_attention`), imports of those names, bare names not
-    defined in the file, and string constants naming them (`getattr(F, "...")`). The student's own
-    helpers (a function `scaled_dot_product_attention` they define, `self.…` attributes) and the
-    `__main__` block are allowed. Source that does not parse gives no finding: the sandbox reports it.
-    """
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return []
-    skip = _main_block_nodes(tree)
-    defined = {
-        n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-    } | {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    docstrings = {
-        id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)
-    }
-    found = []
-    for node in ast.walk(tree):
-        if id(node) in skip:
-            continue
-        if isinstance(node, ast.Attribute) and _is_builtin(node.attr):
-            if not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
-                found.append((ast.unparse(node), node.lineno))
-        elif isinstance(node, ast.ImportFrom):
-            found += [(f"from {node.module} import {a.name}", node.lineno)
-                      for a in node.names if _is_builtin(a.name)]  # fmt: skip
-        elif isinstance(node, ast.Name) and _is_builtin(node.id) and node.id not in defined:
-            found.append((node.id, node.lineno))
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
-            if node.value.isidentifier() and _is_builtin(node.value):
-                found.append((repr(node.value), node.lineno))
-    return sorted(set(found), key=lambda f: (f[1], f[0]))

@@ -83,6 +83,7 @@ def pe_variants(seq_len: int, d_model: int) -> dict[str, torch.Tensor]:
         "pe_scaled": sinusoidal(seq_len, d_model) * d_model**0.5,
         "pe_power_of_position": _interleaved((pos / 10000.0) ** (two_i / d_model)),
         "pe_integer_values": sinusoidal(seq_len, d_model).trunc(),
+        "pe_pos_and_i_swapped": _interleaved(two_i / 2 / 10000.0 ** (2 * pos / d_model)),
     }
 
 

@@ -220,8 +220,13 @@ def test_weights_match_scores(student, evidence):
         "normalised_by_max": torch.exp(scores) / torch.exp(scores).amax(-1, keepdim=True),
         "weights_in_percent": 100 * expected,
         "rounded_too_coarsely": expected.round(decimals=1),
-        "hard_attention": torch.nn.functional.one_hot(scores.argmax(-1), scores.shape[-1]).double(),
         "softmax_plus_one": torch.exp(scores) / (1 + torch.exp(scores).sum(-1, keepdim=True)),
+        "divided_by_sum_of_scores": torch.exp(scores) / scores.sum(-1, keepdim=True),
+        "diagonal_masked": torch.softmax(
+            scores.masked_fill(torch.eye(*scores.shape, dtype=torch.bool), float("-inf")), -1
+        )
+        if scores.shape[0] == scores.shape[1]
+        else None,
     }
     expect.close(weights, expected, "WEIGHTS vs softmax(SCORES)", rtol=0, atol=ATOL, variants=variants,
                  estimators=[rows_reordered(expected, "WEIGHTS", ATOL), softmax_base(scores),
@@ -247,6 +252,8 @@ def test_context_matches_weights(student):
         "context_plus_v": weights @ V + V,
         "context_plus_q": weights @ V + Q,
         "context_from_coarser_weights": weights.round(decimals=1) @ V,
+        "context_scaled": weights @ V / D_K**0.5,
+        "context_from_exp": torch.exp(scores) @ V if scores.shape[-1] == V.shape[0] else None,
     }
     expect.close(context, weights @ V, "CONTEXT vs WEIGHTS·V", rtol=0, atol=CONTEXT_ATOL, variants=variants,
                  readings=[torch.softmax(scores, dim=-1) @ V if scores.shape[-1] == V.shape[0] else None],

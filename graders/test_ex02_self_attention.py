@@ -27,7 +27,7 @@ LARGE_SCORE = 2000.0  # raw q·k of the aligned pairs: 2000/√16 = 500 overflow
 ROW_SUM_ATOL = 1e-3  # a softmax computed in half precision still sums to one within this
 BACKWARD_ERRORS = {"inplace_breaks_backward": r"modified by an inplace operation"}
 KNOWN_ERRORS = {
-    "transpose_fixed_dims": r"(?s)RuntimeError.*\n.*\.transpose\(1, ?2\)",
+    "transpose_fixed_dims": r"(?s)RuntimeError.*\n.*(\.transpose\(1, ?2\)|\.permute\(0, ?2, ?1\))",
     "k_transpose_batched": r"(?s)RuntimeError.*\n.*\b[A-Za-z_]\w*\.T\b",
     "transposed_in_context": r"(?s)RuntimeError.*\n.*(transpose\(-2, ?-1\)|\.mT|\.T\b)\s*@\s*\w*v",
 }
@@ -167,6 +167,11 @@ def layer_variants(state, x):
     out["query_key_swapped"] = A.attention(k, q, v)  # q from the key layer, k from the query layer
     out["relu_after_projections"] = A.attention(q.relu(), k.relu(), v.relu())
     out["residual_added"] = (right_c + x.double(), right_w)
+    batch, length, embed = x.shape
+    joined = [t.reshape(1, batch * length, embed) for t in (q, k, v)]  # every token of the batch at once
+    joined_c, joined_w = A.attention(*joined)  # (1, B·L, E), (1, B·L, B·L)
+    joined_c = joined_c.reshape(batch, length, embed)
+    out["attends_across_batch"] = [(joined_c, joined_w), (joined_c, joined_w[0]), (joined_c, right_w)]
     for mistake in ("weight_not_transposed", "missing_bias"):
         q2, k2, v2 = (A.project(x, state, name, mistake=mistake) for name in LAYERS)
         out[mistake] = A.attention(q2, k2, v2)
@@ -188,7 +193,7 @@ def compare_layer(layer, state, x, own, expected=None, evidence=None):
     where = [A.localised(own_w if own_w is not None else expected_w, joint_w, "layer_scores_wrong",
                          "layer_after_weights")]  # fmt: skip
     expect.close(weights, expected_w, "weights", readings=[own_w], joint=joint_c,
-                 variants={d: (w, c) for d, (c, w) in variants.items()}, estimators=where)  # fmt: skip
+                 variants=A.swapped(variants), estimators=where)  # fmt: skip
     expect.close(context, expected_c, "context", readings=[own_c], joint=joint_w, variants=variants,
                  estimators=where)  # fmt: skip
 
@@ -319,7 +324,7 @@ def test_sdpa_large_scores(student, rng):
     mistakes = A.mistakes(q, k, v)
     for name, got, index in (("weights", weights, 1), ("context", context, 0)):
         expect.finite(expect.tensor(got, name, finite=False), name,
-                      variants={d: pair[index] for d, pair in mistakes.items()})  # fmt: skip
+                      variants=A.picked(mistakes, index))  # fmt: skip
     usual, _ = call_sdpa(student, *qkv(rng, SDPA_SHAPES[0]))
     expect.responds(expect.tensor(context, "context", finite=False), expect.tensor(usual, "context", finite=False),
                     "context")  # fmt: skip
@@ -364,7 +369,7 @@ def test_layer_structure(student):
 @check("layer_shapes")
 def test_layer_shapes(student, rng):
     batch, length, embed = 2, 5, 6
-    layer, _, x, _ = student_layer(student, rng, batch, length, embed)
+    layer, _, x, _ = student_layer(student, rng, batch, length, embed, properties=True)
     shapes = ((batch, length, embed), (batch, length, length))
     context, weights = expect.pair_in_order(
         layer(x), "SimpleSelfAttention.forward(x)", shapes, ("context", "weights")

@@ -175,6 +175,8 @@ def test_restore_single(student, rng):
         variants = {
             "restore_forward_instead_of_inverse": outputs[order],
             "restore_applied_twice": outputs[[order[i] for i in order]],
+            "restore_reversed_order": outputs[order[::-1]],
+            "restore_flips": outputs.flip(-2),
             "restore_does_nothing": outputs,
             "restore_feature_dim": outputs[:, P.inverse(order)] if EMBED >= len(order) else None,
         }
@@ -232,7 +234,7 @@ def test_positions_break_equivariance(student, rng):
         restored = P.restore(positioned[sample], order)
         gap = float((restored - positioned[0]).abs().max())
         diagnosis = "pe_ignores_position" if P.rows_all_equal(table) else None
-        expect.true(gap > 1e-3, NO_LOSS_TEXT.format(sample=sample, gap=gap), diagnosis)
+        expect.true(gap > 1e-6, NO_LOSS_TEXT.format(sample=sample, gap=gap), diagnosis)
 
 
 # ---------------------------------------------------------------- the sinusoidal table
@@ -270,7 +272,7 @@ def test_pe_sin_even_cos_odd(student):
 
 @check("pe_matches_formula")
 def test_pe_matches_formula(student):
-    tables = [student_pe(student, seq_len, d_model, as_meant=False) for seq_len, d_model in FORMULA_SHAPES]
+    tables = [student_pe(student, seq_len, d_model) for seq_len, d_model in FORMULA_SHAPES]
     for (seq_len, d_model), (table, name) in zip(FORMULA_SHAPES, tables, strict=True):
         others = [t for t, _ in tables if t is not table]
         check_pe_table(table, name, seq_len, d_model, others=others)
@@ -291,9 +293,10 @@ def test_pe_not_trainable(student):
     expect.true(
         not first.requires_grad, TRAINABLE_TEXT.format(seq_len=seq_len, d_model=d_model), "pe_trainable"
     )
-    second, _ = student_pe(student, seq_len, d_model)
+    with expect.fresh_draws(student):  # a fixed table: no randomness in it either
+        second, _ = student_pe(student, seq_len, d_model)
     err = expect.largest_difference(first, second)
-    expect.true(err == 0.0, CHANGES_TEXT.format(name=name, err=err))
+    expect.true(err == 0.0, CHANGES_TEXT.format(name=name, err=err), "pe_random")
 
 
 # ---------------------------------------------------------------- hidden: against the reference
@@ -301,7 +304,7 @@ def test_pe_not_trainable(student):
 
 @check("pe_matches_reference")
 def test_pe_matches_reference(student, reference):
-    tables = [student_pe(student, seq_len, d_model, as_meant=False) for seq_len, d_model in HIDDEN_PE_SHAPES]
+    tables = [student_pe(student, seq_len, d_model) for seq_len, d_model in HIDDEN_PE_SHAPES]
     for (seq_len, d_model), (table, name) in zip(HIDDEN_PE_SHAPES, tables, strict=True):
         expected = reference.sinusoidal_positional_encoding(seq_len, d_model).double()
         others = [t for t, _ in tables if t is not table]

@@ -188,10 +188,13 @@ def batch_cmd(subs: Path, out: Path, *extra: str) -> list[str]:
     ]
 
 
-def run_batch(subs: Path, out: Path, *extra: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        batch_cmd(subs, out, *extra), cwd=subs.parent, capture_output=True, text=True, timeout=timeout
-    )
+def run_batch(
+    subs: Path, out: Path, *extra: str, timeout: float = 300, tmp: Path | None = None
+) -> subprocess.CompletedProcess:
+    """Run a batch; with `tmp`, as its TMPDIR (to see afterwards that nothing of it was left there)."""
+    env = None if tmp is None else {**os.environ, "TMPDIR": str(tmp)}
+    cmd = batch_cmd(subs, out, *extra)
+    return subprocess.run(cmd, cwd=subs.parent, capture_output=True, text=True, timeout=timeout, env=env)
 
 
 def gradebook_rows(out: Path) -> list[dict]:
@@ -223,13 +226,17 @@ def class_run(tmp_path_factory):
     make_zip(subs / "mallory.zip", {"../../escape.py": b"print('pwned')"})
     make_zip(subs / "bomb.zip", {FILE: b"#" * (40 << 20)})
     (subs / "readme.txt").write_text("not a submission")
-    proc = run_batch(subs, out, "--jobs", "2", "--format", "gradescope", "--submission-timeout", "6")
-    return subs, out, proc
+    # budgets past the watchdog's limit: this batch tests the watchdog (a job stopped mid-submission)
+    watchdog = ["--submission-timeout", "6", "--call-seconds", "30", "--exercise-budget", "60"]
+    watchdog += ["--submission-budget", "60"]
+    tmp = tmp_path_factory.mktemp("tmp")
+    proc = run_batch(subs, out, "--jobs", "2", "--format", "gradescope", *watchdog, tmp=tmp)
+    return subs, out, proc, tmp
 
 
 @pytest.mark.slow
 def test_batch_grades_everyone_and_gives_every_failure_a_row(class_run):
-    subs, out, proc = class_run
+    subs, out, proc, tmp = class_run
     assert proc.returncode == 0, proc.stderr
     rows = {r["student"]: r for r in gradebook_rows(out)}
     students = {
@@ -272,11 +279,13 @@ def test_batch_grades_everyone_and_gives_every_failure_a_row(class_run):
     assert "zip bomb" in rows["bomb"]["reason"] and "none of the exercise files" in rows["empty"]["reason"]
     assert not (subs.parent / "escape.py").exists() and not (out / "escape.py").exists()
     assert no_temporary_files(out)
+    # the job stopped mid-submission ("hang") left nothing: not its unpacked zips nor its zygote's folder
+    assert list(tmp.iterdir()) == [] and not (out / ".work").exists()
 
 
 @pytest.mark.slow
 def test_batch_results_are_complete_seeded_and_in_gradescope_format(class_run):
-    subs, out, proc = class_run
+    subs, out, proc, tmp = class_run
     settings = json.loads((out / "batch.json").read_text())
     assert settings["settings"]["seed"] == 11
     results = [SubmissionResult.model_validate_json(p.read_text()) for p in (out / "results").glob("*.json")]
@@ -294,7 +303,7 @@ def test_batch_results_are_complete_seeded_and_in_gradescope_format(class_run):
 
 @pytest.mark.slow
 def test_class_report_and_analytics_show_the_shared_mistake(class_run):
-    subs, out, proc = class_run
+    subs, out, proc, tmp = class_run
     figures = json.loads((out / "analytics.json").read_text())
     assert figures["submissions"] == 14 and figures["graded"] == 8 and figures["refused"] == 5
     assert figures["errors"] == 1

@@ -1,10 +1,11 @@
 """The hostile-submission suite: every attack in tests/hostile/ is graded for real, and must fail.
 
 For each case (see tests/hostile/cases.toml and suite.py): grading finishes within the case's
-budget, the report has every check of the exercise, no attacked check earns a point, checks the
-attack did not touch still pass, the grader never blames itself, no sandbox process is left, and
-`reference/`, `graders/` and the submission's own files are byte-for-byte unchanged, with nothing
-leaked into the report. Deadlines are short (suite.LIMITS) so the file runs in about two minutes.
+budget, the report has every check of the exercise, no attacked check earns a point (attacks on
+time: the total stays under the case's cap), checks the attack did not touch still pass, the grader
+never blames itself, no sandbox process is left, `reference/`, `graders/` and the submission's own
+files are byte-for-byte unchanged, nothing leaked into the report, and the report renders inert in
+every format within its size bound. Deadlines are short (suite.LIMITS) so the suite stays fast.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ def hostile_pool():
         yield pool
 
 
-def test_the_suite_covers_at_least_thirty_attacks():
-    assert len(CASES) >= 30
+def test_the_suite_covers_at_least_eighty_attacks():
+    assert len(CASES) >= 80
     assert all(case.attacked for case in CASES), "every case names the checks it attacks"
 
 
@@ -57,6 +58,8 @@ def test_hostile_submission_gains_nothing(case, hostile_pool, tmp_path):
     assert not result.files_changed, f"files changed: {result.files_changed}"
     assert not result.leaks, f"found in the report: {result.leaks}"
     assert result.network_contacts == 0
+    assert not result.format_problems, f"the report is not inert in every format: {result.format_problems}"
+    assert not result.over_score, f"scored {result.score:g}, at most {case.score_at_most:g} allowed"
     if os.geteuid() == 0 and result.report.isolation:  # empty when no student code ran (refused file)
         assert result.report.isolation_level == "full"
     special = SPECIAL.get(case.name)
@@ -99,7 +102,26 @@ def _timeouts_reported(result):
     assert all(statuses[c] == "timeout" for c in result.case.attacked)
 
 
+def _one_wait_then_not_run(result):
+    layer = [c for c in result.report.exercises[0].checks if c.id in result.case.attacked]
+    waited = [c for c in layer if "did not return within" in c.message]
+    assert len(waited) == 1, [c.message for c in layer]  # one deadline, not one per check
+    assert all(c.status == "timeout" for c in layer)
+
+
+def _caps_are_the_students_fault(result):
+    assert "-character cap" in _messages(result) or "-byte cap" in _messages(result)  # named: not the grader
+
+
+def _deep_reply_is_the_students_fault(result):
+    assert "nested" in _messages(result)
+
+
 SPECIAL = {
+    "infinite_loop_forward": _one_wait_then_not_run,
+    "lifted_message_cap": _caps_are_the_students_fault,
+    "huge_string_return": _caps_are_the_students_fault,
+    "deep_json_reply": _deep_reply_is_the_students_fault,
     "output_flood": _output_is_capped,
     "hardcoded_seed": _hardcoding_works_only_on_its_seed,
     "plain_imports": _import_refused_clearly,

@@ -71,9 +71,7 @@ def test_a_module_with_a_syntax_error_fails_only_its_own_exercise(grade_files, s
 
 
 def test_a_crash_in_a_check_replaces_the_worker_and_the_others_load_again(grade_files):
-    crashing = source(EX2) + (
-        "\n\ndef scaled_dot_product_attention(q, k, v):\n    torch.os._exit(1)\n"
-    )
+    crashing = source(EX2) + ("\n\ndef scaled_dot_product_attention(q, k, v):\n    torch.os._exit(1)\n")
     exercises = by_id(grade_files({**reference_files(), f"{EX2}.py": crashing}))
     sdpa = [c for c in exercises[EX2].checks if c.id.startswith("sdpa_")]
     assert sdpa and all(c.status == "failed" and c.score == 0 for c in sdpa)

@@ -2,7 +2,8 @@
 
     python grade.py batch SUBMISSIONS_DIR --out RESULTS_DIR [--jobs N]
                     [--format json|gradescope|prairielearn|junit] [--seed N] [--lang zh|en]
-                    [--exercise ID ...] [--call-seconds S] [--submission-timeout S] [--retry-errors]
+                    [--exercise ID ...] [--call-seconds S] [--submission-timeout S]
+                    [--exercise-budget S] [--submission-budget S] [--retry-errors]
 
 SUBMISSIONS_DIR holds one folder or one `.zip` per student. The batch starts N job processes
 (`python -m graders.harness.batch --job ...`, see `lms/job.py`), each with its own zygote, and
@@ -21,7 +22,9 @@ import json
 import os
 import secrets
 import selectors
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -30,14 +33,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import cli  # used at call time only: cli imports this module for its COMMANDS
+from .budget import EXERCISE_FACTOR
 from .lms import analytics, gradebook
 from .lms.intake import Entry, discover, fingerprint
 from .lms.messages import msg
 from .lms.progress import Progress
 from .lms.result import SubmissionResult, possible_score
-from .lms.store import ResultStore, StoreBusy, write_atomic
+from .lms.store import WORK_DIR, ResultStore, StoreBusy, write_atomic
 from .models import ExerciseManifest
 from .project import Project
+from .sandbox import isolation
+from .sandbox.client import Limits
 
 CODE_ROOT = Path(__file__).resolve().parents[2]  # the folder that holds the `graders` package
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
@@ -94,6 +100,21 @@ def batch_parser() -> argparse.ArgumentParser:
         help="stop grading one submission after S seconds",
     )
     p.add_argument(
+        "--exercise-budget",
+        type=float,
+        default=None,
+        metavar="S",
+        help="time one exercise's code may take in all (default: twice its call deadline)",
+    )
+    p.add_argument(
+        "--submission-budget",
+        type=float,
+        default=None,
+        metavar="S",
+        help="time one submission's code may take in all, its checks then fail as timed out "
+        "(default: 120, or less to fit --submission-timeout)",
+    )
+    p.add_argument(
         "--retry-errors",
         action="store_true",
         help="grade again the submissions whose grading failed (status error)",
@@ -146,9 +167,17 @@ def settle(args: argparse.Namespace, stored: dict | None, project: Project) -> B
 
 
 def submission_budget(manifests: list[ExerciseManifest], call_cap: float | None) -> float:
-    """Default per-submission limit: far above every call of every check timing out once."""
-    calls = sum(len(m.checks) * min(m.call_seconds, call_cap or m.call_seconds) for m in manifests)
-    return 60.0 + 3.0 * calls
+    """Default per-submission limit of the watchdog that replaces a job: well above the time budget
+    the job itself grades each submission under (see `budget`), which normally ends it first."""
+    budgets = sum(EXERCISE_FACTOR * min(m.call_seconds, call_cap or m.call_seconds) for m in manifests)
+    return 60.0 + 2.0 * budgets
+
+
+def job_budget(watchdog: float) -> float:
+    """The time budget a job grades a submission under (the sandbox's default, 120 s, or less): early
+    enough before the watchdog's limit that the submission gets a report saying which checks ran
+    out of time rather than a row saying it was stopped."""
+    return max(1.0, min(Limits().submission_seconds or 120.0, watchdog - 5.0, 0.8 * watchdog))
 
 
 # ---------------------------------------------------------------- jobs
@@ -169,6 +198,7 @@ class Job:
     peak_zygote_kb: int = 0
     graded: int = 0
     lines: deque = field(default_factory=deque)
+    work: Path = Path()  # the job's temporary folder (its TMPDIR)
 
     def send(self, entry: Entry) -> None:
         request = {
@@ -179,7 +209,8 @@ class Job:
         }
         self.current, self.started_at = entry, time.monotonic()
         try:
-            self.proc.stdin.write((json.dumps(request, ensure_ascii=False) + "\n").encode())
+            # ASCII JSON: a path that is not UTF-8 travels as surrogate escapes and comes back whole
+            self.proc.stdin.write((json.dumps(request) + "\n").encode())
             self.proc.stdin.flush()
         except OSError:  # the job died: the dispatcher sees it and gives this submission its row
             self.eof = True
@@ -225,20 +256,31 @@ class Job:
 class Dispatcher:
     """Feeds submissions to N jobs, writes results as they come, replaces jobs that fail."""
 
-    def __init__(self, project: Project, settings: BatchSettings, store: ResultStore, fmt: str,
-                 jobs: int, budget: float, progress: Progress) -> None:  # fmt: skip
+    def __init__(self, project: Project, settings: BatchSettings, store: ResultStore, fmt: str, jobs: int,
+                 budget: float, progress: Progress, code_budget: float | None = None,
+                 exercise_budget: float | None = None) -> None:  # fmt: skip
         self.project, self.settings, self.store, self.fmt = project, settings, store, fmt
         self.n_jobs, self.budget, self.progress = jobs, budget, progress
+        self.code_budget = code_budget or job_budget(budget)  # what a job grades a submission under
+        self.exercise_budget = exercise_budget
         self.selector = selectors.DefaultSelector()
         self.jobs: list[Job] = []
         self.retired: list[Job] = []
         self.failed_starts = 0
         self.first_ready: float | None = None  # when grading could begin (monotonic clock)
+        self.started = 0
+        self.work = store.root / WORK_DIR  # every job's temporary files: removed with the jobs
+        self.uid_holders: list[socket.socket] = []  # uid blocks of this run, held until it ends
 
-    def command(self) -> list[str]:
+    def command(self, work: Path, uid_block: int | None) -> list[str]:
         s = self.settings
         cmd = [sys.executable, "-m", "graders.harness.batch", "--job", "--project", str(self.project.root),
-               "--seed", str(s.seed), "--lang", s.lang, "--parent", str(os.getpid())]  # fmt: skip
+               "--seed", str(s.seed), "--lang", s.lang, "--parent", str(os.getpid()),
+               "--work", str(work), "--submission-seconds", str(self.code_budget)]  # fmt: skip
+        if uid_block is not None:
+            cmd += ["--uid-block", str(uid_block)]
+        if self.exercise_budget is not None:
+            cmd += ["--exercise-seconds", str(self.exercise_budget)]
         for exercise in s.exercises or []:
             cmd += ["--exercise", exercise]
         if s.call_seconds is not None:
@@ -255,13 +297,21 @@ class Dispatcher:
         # the logging plugin's handlers around every phase (~2% of a job's CPU; no check logs).
         env.update(PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", PYTEST_ADDOPTS="--capture=no -p no:logging")
         env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+        self.started += 1
+        work = self.work / f"job-{self.started}"
+        work.mkdir(parents=True, exist_ok=True)
+        env["TMPDIR"] = str(work)  # unpacked zips and the zygote's folder: never in the system's /tmp
+        uid_block = None
+        if os.geteuid() == 0:  # a block of uids no other job of this run, nor any other grader, gets
+            uid_block, holder = isolation.reserve_uid_block(secrets.randbelow(isolation.UID_BLOCKS))
+            self.uid_holders.append(holder)
         with open(self.store.root / "logs" / f"job-{index}.log", "ab") as log:
             proc = subprocess.Popen(
-                self.command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                self.command(work, uid_block), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
                 env=env, cwd=CODE_ROOT, start_new_session=True,
             )  # fmt: skip
         os.set_blocking(proc.stdout.fileno(), False)
-        job = Job(index, proc)
+        job = Job(index, proc, work=work)
         self.selector.register(proc.stdout, selectors.EVENT_READ, job)
         return job
 
@@ -270,6 +320,7 @@ class Dispatcher:
             self.jobs.remove(job)
             self.selector.unregister(job.proc.stdout)
             job.stop(grace=1.0)
+            shutil.rmtree(job.work, ignore_errors=True)  # what a job killed mid-way left behind
             self.retired.append(job)
 
     def replace(self, job: Job) -> None:
@@ -341,6 +392,9 @@ class Dispatcher:
             for job in list(self.jobs):
                 self.retire(job)
             self.selector.close()
+            shutil.rmtree(self.work, ignore_errors=True)
+            for holder in self.uid_holders:
+                holder.close()
 
     def memory(self) -> list[dict]:
         return [
@@ -438,7 +492,10 @@ def _run(
         f"seed {settings.seed}, results in {args.out}",
         file=sys.stderr,
     )
-    dispatcher = Dispatcher(project, settings, store, args.format, args.jobs, budget, progress)
+    dispatcher = Dispatcher(
+        project, settings, store, args.format, args.jobs, budget, progress, args.submission_budget,
+        args.exercise_budget,
+    )  # fmt: skip
     started = time.monotonic()
     status = EXIT_OK
     try:

@@ -6,26 +6,28 @@
     python grade.py schema            the JSON Schema of the JSON report
 
 Exit status: 0 when grading ran (whatever the score), 1 below --fail-under, 2 for bad usage or a
-bad manifest.
+bad manifest, 130 when stopped by Ctrl-C (then no report is written and nothing is left behind).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
+import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from .batch import cmd_batch
 from .distribution import cmd_build
-from .i18n import Lang
+from .i18n import Lang, say
 from .project import ManifestError, Project, default_project
 from .scaffold import cmd_new
 from .validate import cmd_validate
 
-EXIT_OK, EXIT_BELOW, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_BELOW, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 class UsageError(Exception):
@@ -101,19 +103,31 @@ def prepare_submission(project: Project, path: str | None, notice: Callable[[str
 
 def cmd_grade(argv: list[str], project: Project) -> int:
     from .lms import render  # text/html/md/json from reports, plus the LMS formats
+    from .progress import CheckProgress
     from .runner import grade
 
     args = grade_parser().parse_args(argv)
     lang = args.lang or default_lang()
     folder = prepare_submission(project, args.path, lambda msg: print(msg, file=sys.stderr))
-    report = grade(
-        project,
-        folder,
-        seed=args.seed,
-        lang=lang,
-        exercises=args.exercise,
-        run_hidden=project_runs_hidden(project),
-    )
+    progress = CheckProgress(sys.stderr.fileno()) if sys.stderr.isatty() else None
+    try:
+        with interruptible():
+            report = grade(
+                project,
+                folder,
+                seed=args.seed,
+                lang=lang,
+                exercises=args.exercise,
+                run_hidden=project_runs_hidden(project),
+                progress=progress,
+            )
+    except KeyboardInterrupt:  # the sandbox is already gone (grade's own clean-up); nothing is written
+        if progress is not None:
+            progress.close()
+        print(say("interrupted")(lang), file=sys.stderr)
+        return EXIT_INTERRUPTED
+    if progress is not None:
+        progress.close()
     if args.out is not None:
         args.out.write_text(render(report, args.format, project=project), encoding="utf-8")
         print(f"report written to {args.out}", file=sys.stderr)
@@ -126,6 +140,22 @@ def cmd_grade(argv: list[str], project: Project) -> int:
     if args.fail_under is not None and report.score < args.fail_under:
         return EXIT_BELOW
     return EXIT_OK
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[None]:
+    """Ctrl-C (SIGINT) raises KeyboardInterrupt once; a second one while the sandbox is being torn
+    down is ignored, so that the clean-up finishes and nothing is left behind."""
+
+    def first(signum, frame) -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, first)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def project_runs_hidden(project: Project) -> bool:

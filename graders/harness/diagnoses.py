@@ -49,6 +49,78 @@ COMMON_DIAGNOSES: dict[str, DiagnosisSpec] = {
             en="`{name}` is a Python list (or tuple) of tensors; make them one tensor (torch.stack or torch.cat).",
         )
     ),
+    "integer_tensor": DiagnosisSpec(
+        message=Text(
+            zh="这一行对整数张量做了只适用于浮点数的运算（除法、开方、与浮点张量相乘……）：用浮点张量（dtype=torch.float32，或 .float()）。",
+            en="This line does floating-point work (a division, a square root, a product with a float tensor …) on an integer tensor: use float tensors (dtype=torch.float32, or .float()).",
+        )
+    ),
+    "number_not_tensor": DiagnosisSpec(
+        message=Text(
+            zh="一个 torch 函数拿到的是 Python 数字而不是张量：普通数字用 math.sqrt 之类（或先 torch.tensor(...)）。",
+            en="A torch function was given a Python number instead of a tensor: for plain numbers use math.sqrt and friends (or torch.tensor(...) first).",
+        )
+    ),
+    "tensor_from_tensors": DiagnosisSpec(
+        message=Text(
+            zh="torch.tensor(...) 不能把一串张量合成一个张量：用 torch.stack（新的一维）或 torch.cat（接在已有的一维上）。",
+            en="torch.tensor(...) cannot build one tensor out of a list of tensors: use torch.stack (a new axis) or torch.cat (along an existing one).",
+        )
+    ),
+    "negative_step": DiagnosisSpec(
+        message=Text(
+            zh="torch 不支持负步长（[::-1] 或来自 numpy 的负步长数组）：用 .flip(dim)，或用下标列表。",
+            en="torch does not take negative steps ([::-1], or a numpy array with one): use .flip(dim), or index with a list.",
+        )
+    ),
+    "index_out_of_range": DiagnosisSpec(
+        message=Text(
+            zh="下标超出了它所索引的那一维：要么是从 1 开始数了（Python 从 0 开始，长度为 n 的一维最后一个下标是 n − 1），要么是索引错了维度。",
+            en="An index is out of range for the axis it indexes: either it counts from 1 (Python counts from 0, so the last index along an axis of length n is n − 1), or it indexes the wrong axis.",
+        )
+    ),
+    "float_size": DiagnosisSpec(
+        message=Text(
+            zh="一个尺寸或下标是浮点数（例如 E / H）：用整数除法 E // H。",
+            en="A size or an index is a float (E / H, say): use the integer division E // H.",
+        )
+    ),
+    "super_init": DiagnosisSpec(
+        message=Text(
+            zh="nn.Module 的 __init__ 没有正确调用：在 __init__ 的第一行写 super().__init__()。",
+            en="nn.Module's __init__ is not called properly: write super().__init__() as the first line of __init__.",
+        )
+    ),
+    "keepdim_missing": DiagnosisSpec(
+        message=Text(
+            zh="沿某一维做的 sum/max/mean 会去掉这一维，于是它和被除（或被减）的张量对不齐了：加上 keepdim=True。",
+            en="A sum, max or mean along a dimension drops that dimension, so it no longer lines up with the tensor it divides or is subtracted from: pass keepdim=True.",
+        )
+    ),
+    "shapes_do_not_fit": DiagnosisSpec(
+        message=Text(
+            zh="这一行里两个张量的形状对不上（见上面的报错）：在这一行打印它们的 .shape，对照题目中的形状约定。",
+            en="Two tensors on that line have shapes that do not fit together (see the error above): print their .shape there and compare with the statement's shape conventions.",
+        )
+    ),
+    "axes_merged": DiagnosisSpec(
+        message=Text(
+            zh="`{name}` 的元素个数对，但有两维被合成了一维（{got}，应为 {expected}）：用 view/reshape 把它们分开。",
+            en="`{name}` has the right number of entries but two axes merged into one ({got}, expected {expected}): view or reshape it back.",
+        )
+    ),
+    "returns_one_output": DiagnosisSpec(
+        message=Text(
+            zh="只返回了 {first}；要返回两个值：({first}, {second})。",
+            en="Only {first} comes back; return both: ({first}, {second}).",
+        )
+    ),
+    "batch_elements_mixed": DiagnosisSpec(
+        message=Text(
+            zh="批次中的样本互相影响了：有一步运算（注意力、softmax 或归一化）跨越了批次维。每个样本要单独计算。",
+            en="Batch elements affect each other: a step (the attention, a softmax, a normalisation) runs across the batch axis. Each element must be computed on its own.",
+        )
+    ),
     "outputs_swapped": DiagnosisSpec(
         message=Text(
             zh="两个输出的顺序反了：应返回 ({first}, {second})。",
@@ -62,6 +134,22 @@ COMMON_DIAGNOSES: dict[str, DiagnosisSpec] = {
 COMMON_ERRORS: dict[str, str] = {
     "name_not_defined": r"^NameError: name '\w+' is not defined",
     "max_returns_pair": r"torch\.return_types\.max",
+    "super_init": r"super\(\) argument 1|of 'super' object needs an argument|before Module\.__init__\(\) call",
+    "integer_tensor": r"not implemented for '(Long|Int|Short|Byte)'|desired output type (Long|Int)|"
+    r"expected scalar type (Long|Int)|(Float|Double) did not match (Long|Int)|(Long|Int) did not match (Float|Double)|"
+    r"same dtype, but got: (float|double) != long|same dtype, but got: long int != (float|double)",
+    "number_not_tensor": r"must be Tensor, not (int|float)",
+    "tensor_from_tensors": r"only one element tensors can be converted to Python scalars",
+    "negative_step": r"negative stride|step must be greater than zero",
+    "index_out_of_range": r"index -?\d+ is out of bounds|index out of range",
+    "float_size": r"found element of type float|'float' object cannot be interpreted as an integer|"
+    r"argument 'size' .*float|received an invalid combination of arguments.*float",
+    "keepdim_missing": r"(?s)(must match the size of tensor b|size of tensor a).*\n.*"
+    r"\.(sum|max|amax|mean|logsumexp)\((?![^)\n]*keepdim)",
+    "shapes_do_not_fit": r"must match the size of tensor b|mat1 and mat2 shapes cannot be multiplied|"
+    r"Expected size for first two dimensions|shape '\[.*\]' is invalid for input of size|"
+    r"number of dims don't match in permute|Dimension out of range|expanded size of the tensor|"
+    r"stack expects each tensor to be equal size|cannot be broadcast|shape mismatch",
 }
 
 

@@ -51,8 +51,13 @@ class StudentCodeError(StudentFault):
     def matching(self, patterns: Mapping[str, str]) -> str | None:
         """The first diagnosis whose regular expression is found in "<type>: <message>" followed, on
         the next line, by the student's line that raised it (`where`); None when none is."""
-        detail = f"{self.type_name}: {self.message}\n{self.where}"
-        return next((d for d, pattern in patterns.items() if re.search(pattern, detail)), None)
+        return match_error(patterns, self.type_name, self.message, self.where)
+
+
+def match_error(patterns: Mapping[str, str], type_name: str, message: str, where: str = "") -> str | None:
+    """See `StudentCodeError.matching`: also used for an exception raised while a file loads."""
+    detail = f"{type_name}: {message}\n{where}"
+    return next((d for d, pattern in patterns.items() if re.search(pattern, detail)), None)
 
 
 class StudentNotImplemented(StudentFault):

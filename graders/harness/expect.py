@@ -95,6 +95,11 @@ def layout_mistake(got: tuple[int, ...], expected: tuple[int, ...]) -> str | Non
     in another order, or an axis of size 1 too many or too few."""
     if sorted(got) == sorted(expected) and got != expected:
         return "axes_swapped"
+    merged = [
+        expected[:i] + (expected[i] * expected[i + 1],) + expected[i + 2 :] for i in range(len(expected) - 1)
+    ]
+    if got in merged:  # two neighbouring axes folded into one (heads left folded into the batch, say)
+        return "axes_merged"
     if [n for n in got if n != 1] == [n for n in expected if n != 1]:
         return (
             "extra_axis" if len(got) > len(expected) else "missing_axis" if len(got) < len(expected) else None
@@ -148,7 +153,10 @@ def matches(
 
 
 def _fit(got: torch.Tensor, value, joint, rtol: float, atol: float) -> float:
-    """How well a variant's value explains `got` (and the `joint` evidence, for a pair)."""
+    """How well a variant's value explains `got` (and the `joint` evidence, for a pair); a list holds
+    several ways of writing the same mistake, and the best fitting one counts."""
+    if isinstance(value, list):
+        return min((_fit(got, v, joint, rtol, atol) for v in value), default=float("inf"))
     if isinstance(value, tuple):
         if joint is None or len(value) != 2 or not isinstance(joint, torch.Tensor):
             return float("inf")
@@ -171,7 +179,8 @@ def find_variant(
     """The id of the known wrong variant that explains `got` best, or None.
 
     A variant may be a tensor (compared with `got`), a pair `(value, joint_value)` compared with
-    `got` and `joint` together, or a callable giving either. None when no variant matches, or when
+    `got` and `joint` together, a list of those (ways of writing one mistake), or a callable
+    giving any of them. None when no variant matches, or when
     a variant of another id fits within a factor `AMBIGUOUS` of the best: the evidence cannot tell
     those mistakes apart, and naming one of them could mislead.
     """
@@ -307,7 +316,7 @@ def batch_independent(
         others = [i for i in range(x.shape[0]) if i != changed]
         err = largest_difference(moved[others], base[others])
         bound = 1e-5 * max(1.0, float(base.detach().abs().nan_to_num(0.0).max()))
-        true(err <= bound, say("batch_mixed", name=name, changed=changed, err=err))
+        true(err <= bound, say("batch_mixed", name=name, changed=changed, err=err), "batch_elements_mixed")
 
 
 def unpack(got, count: int, name: str) -> tuple:
@@ -330,6 +339,9 @@ def pair_in_order(
 ) -> tuple:
     """`got` unpacked as a pair, failing (diagnosis `outputs_swapped`) when its two outputs come
     back in the other order: each has the shape the other should have."""
+    if isinstance(got, torch.Tensor) and tuple(got.shape) == tuple(shapes[0]):
+        fail(say("not_tuple", name=name, count=2, got=_describe(got)), "returns_one_output",
+             first=names[0], second=names[1])  # fmt: skip
     first, second = unpack(got, 2, name)
     read = pair_as_meant(got, name, shapes)
     if read[0] is second and read[1] is first and first is not second:

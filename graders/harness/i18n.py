@@ -117,6 +117,18 @@ CATALOG: dict[str, dict[str, str]] = {
         "zh": "你的代码在 {seconds:g} 秒内没有返回结果（死循环或过慢），已被终止。",
         "en": "Your code did not return within {seconds:g} s (an endless loop, or far too slow) and was stopped.",
     },
+    "not_run_timed_out": {
+        "zh": "未运行：之前对 `{name}` 的一次调用已经超时（死循环或过慢），不再重复等待。",
+        "en": "Not run: an earlier call to `{name}` timed out (an endless loop, or far too slow), so it is not waited for again.",
+    },
+    "budget_spent_exercise": {
+        "zh": "未运行：这道练习的总时间预算（{seconds:g} 秒）已经用完（你的代码太慢或多次等待）。",
+        "en": "Not run: this exercise's time budget ({seconds:g} s in all) is spent (your code is too slow, or waits).",
+    },
+    "budget_spent_submission": {
+        "zh": "未运行：整份提交的总时间预算（{seconds:g} 秒）已经用完。",
+        "en": "Not run: the time budget of the whole submission ({seconds:g} s) is spent.",
+    },
     "crash": {
         "zh": "运行你的代码的进程意外退出（{detail}）。",
         "en": "The process running your code died unexpectedly ({detail}).",
@@ -156,6 +168,10 @@ CATALOG: dict[str, dict[str, str]] = {
     "grader_error": {
         "zh": "评分程序自身出错（不是你的问题，请告诉老师）：{type}: {message}",
         "en": "The grader itself failed (not your fault; please tell your instructor): {type}: {message}",
+    },
+    "interrupted": {
+        "zh": "已中断（Ctrl-C）：评分已停止，没有写入报告。",
+        "en": "Interrupted (Ctrl-C): grading stopped, no report written.",
     },
     "diagnosis_prefix": {"zh": "诊断：", "en": "Diagnosis:"},
     "see_statement": {"zh": "参见题目中的「{section}」。", "en": "See “{section}” in the statement."},

@@ -6,9 +6,9 @@ report, from which every report format (terminal, HTML, Markdown, JSON, LMS form
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 
 from .i18n import Lang, Text, say
 
@@ -51,6 +51,10 @@ class ExerciseManifest(_Strict):
     exports: list[str] = Field(min_length=1, description="names the student's module must define")
     call_seconds: float = Field(10.0, gt=0, le=120, description="deadline for one call into student code")
     has_weights: bool = Field(False, description="reports show a heatmap of attention weights")
+    banned: list[str] = Field(
+        default_factory=list,
+        description="dotted names a submission must not use (the built-by-hand rule: see harness.banned)",
+    )
     checks: list[CheckSpec] = Field(min_length=1)
     diagnoses: dict[str, DiagnosisSpec] = Field(default_factory=dict)
 
@@ -76,12 +80,22 @@ class ExerciseManifest(_Strict):
 # ---------------------------------------------------------------- results
 
 
+# A student's matrix may hold NaN or ±inf: JSON has no such numbers, so they are written as the
+# strings "NaN", "Infinity", "-Infinity" (`ser_json_inf_nan`) and read back as floats.
+Cell = Annotated[
+    float,
+    WithJsonSchema({"anyOf": [{"type": "number"}, {"enum": ["NaN", "Infinity", "-Infinity"]}]}),
+]
+
+
 class Heatmap(_Strict):
     """A matrix the student produced beside the one expected (attention weights)."""
 
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="strings")
+
     label: str
-    got: list[list[float]]
-    expected: list[list[float]]
+    got: list[list[Cell]]
+    expected: list[list[Cell]]
 
 
 class CheckResult(_Strict):

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from .banned import BuiltByHand, source_text
 from .diagnoses import COMMON_ERRORS
 from .errors import GraderFault, StudentCodeError, StudentFault
 from .i18n import Text, say
@@ -176,6 +177,7 @@ class GradingPlugin:
                 self.ctx.submission / f"{exercise_id}.py",
                 derive_seed(self.ctx.seed, exercise_id, "worker"),
                 call_seconds=manifest.call_seconds,
+                banned=manifest.banned,
             )
         return self.session
 
@@ -198,7 +200,15 @@ class GradingPlugin:
         """The submission file's text, read as bytes by this process for static checks (never run here)."""
         exercise_id = _exercise(self._item)
         path = self.session_for(exercise_id).slots[exercise_id].path
-        return read_submission_file(path).decode("utf-8", "replace")
+        return source_text(read_submission_file(path))
+
+    @pytest.fixture
+    def built_by_hand(self) -> BuiltByHand:
+        """The exercise's "built by hand" rule (its manifest's `banned`) applied to this submission."""
+        exercise_id = _exercise(self._item)
+        session = self.session_for(exercise_id)
+        slot = session.slots[exercise_id]
+        return BuiltByHand(session.module(exercise_id), slot.path, list(slot.banned))
 
     @pytest.fixture
     def reference(self):

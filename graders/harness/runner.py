@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from .bounds import bound_report
 from .diagnoses import lookup
 from .i18n import Lang, Text, say
 from .models import Cause, CheckResult, ExerciseManifest, ExerciseResult, Report
@@ -80,8 +81,10 @@ def grade(
     exercises: list[str] | None = None,
     pool: SandboxPool | None = None,
     run_hidden: bool = True,
+    progress: object | None = None,
 ) -> Report:
-    """Grade `submission` (a folder of `<exercise>.py` files) and return the report."""
+    """Grade `submission` (a folder of `<exercise>.py` files) and return the report. `progress`, a
+    pytest plugin such as `progress.CheckProgress`, is told about each check as it starts."""
     submission = Path(submission)
     python_path_guard(submission)
     manifests = project.load_manifests(exercises)
@@ -95,7 +98,9 @@ def grade(
     try:
         if args:
             with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
-                pytest.main(args, plugins=[plugin])
+                status = pytest.main(args, plugins=[plugin, *([progress] if progress else [])])
+            if status == pytest.ExitCode.INTERRUPTED:  # pytest caught Ctrl-C: no report of half a run
+                raise KeyboardInterrupt
         return build_report(ctx, plugin, manifests, lang)
     finally:
         if plugin.session is not None:
@@ -265,7 +270,7 @@ def build_report(
         )
     if plugin.session is not None:
         isolation.update(plugin.session.protections)
-    return Report(
+    return bound_report(Report(
         submission=str(ctx.submission),
         score=sum(e.score for e in exercises),
         max_score=sum(e.max_score for e in exercises),
@@ -275,7 +280,7 @@ def build_report(
         isolation_level=weakest_level([sorted(isolation)] if isolation else []),
         hidden_checks_skipped=not ctx.run_hidden,
         exercises=exercises,
-    )
+    ))  # fmt: skip
 
 
 __all__ = ["grade", "new_seed", "SessionGrader", "Text"]

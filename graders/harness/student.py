@@ -21,6 +21,8 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .budget import EXERCISE_FACTOR, Stopwatch, SubmissionClock, code_of
+from .diagnoses import COMMON_ERRORS
 from .errors import (
     CheckFailed,
     GraderFault,
@@ -30,6 +32,7 @@ from .errors import (
     StudentNotImplemented,
     StudentTimeout,
     SubmissionFileError,
+    match_error,
 )
 from .i18n import say
 from .sandbox import wire
@@ -114,12 +117,16 @@ class ModuleSlot:
     seed: int
     call_seconds: float
     source: bytes | None = None
-    label: str = ""  # what its printed output is filed under (its own name, or the module it derives from)
+    label: str = ""  # the exercise it counts for: output and time budget (default: its own name)
     base: ModuleSlot | None = None  # the module whose source this one extends (`derive`)
     suffix: bytes = b""
     load_error: StudentFault | None = None
     generation: int = 0  # the worker generation it is loaded in; 0: none
+    banned: tuple[str, ...] = ()  # names the worker's tripwire watches for this module (see `banned`)
     objects: dict[str, RemoteObject] = field(default_factory=dict)  # module attributes read, see below
+
+    def __post_init__(self) -> None:
+        self.label = self.label or self.name
 
 
 class StudentSession:
@@ -145,12 +152,19 @@ class StudentSession:
         # Every call starts from the module's random state (torch, numpy, random), so that a random
         # forward pass repeats: randomness is judged where a check asks for fresh draws (`fresh_draws`).
         self.reseed = True
+        self.clock = SubmissionClock(pool.limits.submission_seconds)  # see `budget`
 
-    def add(self, name: str, path: Path, seed: int, call_seconds: float | None = None) -> ModuleSlot:
-        """Declare the module `name` (file `path`); `call_seconds` is capped by the pool's limit."""
+    def add(
+        self, name: str, path: Path, seed: int, call_seconds: float | None = None, banned=()
+    ) -> ModuleSlot:
+        """Declare the module `name` (file `path`); `call_seconds` is capped by the pool's limit;
+        `banned` names are watched by the worker's tripwire while it runs (see `banned`)."""
         if name not in self.slots:
             cap = self.pool.limits.call_seconds
-            self.slots[name] = ModuleSlot(name, path, seed, min(call_seconds or cap, cap))
+            seconds = min(call_seconds or cap, cap)
+            self.slots[name] = ModuleSlot(name, path, seed, seconds, banned=tuple(banned))
+            budget = self.pool.limits.exercise_seconds or EXERCISE_FACTOR * self.slots[name].call_seconds
+            self.clock.add(name, budget)
         return self.slots[name]
 
     def module(self, name: str) -> StudentModule:
@@ -164,8 +178,8 @@ class StudentSession:
         derived = f"{name}__{tag}"
         if derived not in self.slots:
             self.slots[derived] = ModuleSlot(
-                derived, base.path, base.seed, base.call_seconds, label=base.label or name, base=base,
-                suffix=suffix,
+                derived, base.path, base.seed, base.call_seconds, label=base.label, base=base,
+                suffix=suffix, banned=base.banned,
             )  # fmt: skip
         return StudentModule(self, self.slots[derived])
 
@@ -203,7 +217,7 @@ class StudentSession:
         if not fresh:  # a fault here is the other module's doing: it costs this check, nothing more
             header = {"op": "load", "module": PRELUDE_MODULE, "filename": "<prelude>"}
             self._exchange(slot, header, [prelude(slot.seed)])
-        header = {"op": "load", "module": slot.name, "filename": slot.path.name}
+        header = {"op": "load", "module": slot.name, "filename": slot.path.name, "banned": list(slot.banned)}
         try:
             reply = self._exchange(slot, header, [slot.source])
         except StudentFault as exc:  # a load that hangs or kills its worker does so every time: fail fast
@@ -224,9 +238,14 @@ class StudentSession:
             return StudentNotImplemented(say("not_implemented", name=file))
         if is_memory_error(err):
             return self._out_of_memory(f"{err.get('type')}: {err.get('message')}")
-        return SubmissionFileError(
-            say("load_error", file=file, type=err.get("type", "?"), message=err.get("message", ""))
+        kind, message, where = (
+            str(err.get("type", "?")),
+            str(err.get("message", "")),
+            self.where(err.get("frames")),
         )
+        text = say("load_error", file=file, type=kind, message=message)
+        text = text.lines(say("exception_where", where=where)) if where else text
+        return SubmissionFileError(text, match_error(COMMON_ERRORS, kind, message, where))
 
     def _out_of_memory(self, detail: str) -> StudentFault:
         """A submission that ran out of memory: its fault when a fresh worker really gets the budget
@@ -270,16 +289,17 @@ class StudentSession:
 
     # ------------------------------------------------------------ requests
 
-    def _exchange(self, slot: ModuleSlot, header: dict, buffers: list[bytes] = ()) -> dict:
+    def _exchange(self, slot: ModuleSlot, header: dict, buffers: list[bytes] = (), code: str = "") -> dict:
         worker = self.worker
         assert worker is not None
-        label = slot.label or slot.name
-        if worker.output.label != label:
-            worker.label_output(label)
-        timeout = slot.call_seconds
+        if worker.output.label != slot.label:  # a derived module counts as the student's own
+            worker.label_output(slot.label)
+        timeout = self.clock.timeout(slot.label, code, slot.call_seconds)  # the budgets' share of it
         try:
-            reply, bufs = worker.request_raw(header, timeout, list(buffers))
+            with Stopwatch(self.clock, slot.label):
+                reply, bufs = worker.request_raw(header, timeout, list(buffers))
         except WorkerTimeout:
+            self.clock.timed_out(slot.label, code)
             raise StudentTimeout(say("timeout", seconds=timeout)) from None
         except SandboxFailure as exc:
             if exc.kind == "memory":
@@ -314,6 +334,8 @@ class StudentSession:
     def request(self, slot: ModuleSlot, op: str, obj: RemoteObject | None, label: str = "", **fields):
         """Run one op on `slot`'s module (`obj` None) or on an object of the worker; return its
         decoded value or raise a `StudentFault`."""
+        code = code_of(label)
+        self.clock.timeout(slot.label, code, slot.call_seconds)  # fails at once if it must not run
         self._ensure(slot)  # may replace a dead worker: only then can `obj` be checked for staleness
         target = {"$module": slot.name} if obj is None else obj._target()
         buffers: list[bytes] = []
@@ -322,7 +344,7 @@ class StudentSession:
             header["seed"] = slot.seed
         for key, value in fields.items():
             header[key] = wire.encode_value(value, buffers, self._handle_of)
-        reply = self._exchange(slot, header, buffers)
+        reply = self._exchange(slot, header, buffers, code)
         if not reply["ok"]:
             call = (
                 describe_call(label, fields.get("args", ()), fields.get("kwargs"))
@@ -383,6 +405,10 @@ class StudentModule:
         if isinstance(value, RemoteObject):
             slot.objects[name] = value
         return value
+
+    def _tripwire(self) -> list:
+        """The worker tripwire's record for this module, [[banned name, line], ...] (see `banned`)."""
+        return self._session.request(self._slot, "tripwire", None, "tripwire") or []
 
 
 class RemoteObject:

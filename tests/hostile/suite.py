@@ -1,11 +1,14 @@
 """Run one hostile submission through the real grader and measure what must hold.
 
 Shared by `tests/test_hostile.py` (asserts) and `benchmarks/hostile_suite.py` (prints figures).
-For each case: wall time of the whole grading, points awarded on the attacked checks, checks
-missing from the report, checks the grader blamed on itself, sandbox processes left afterwards
-(descendants of the zygote and processes of the sandbox uids), files changed in `reference/`,
-`graders/` and the submission folder, and leaks (reference text, environments, network contacts)
-found anywhere in the report.
+For each case: wall time of the whole grading, points awarded on the attacked checks (and the
+total, for attacks on time that may earn a little before their budget runs out), checks missing
+from the report, checks the grader blamed on itself, sandbox processes left afterwards
+(descendants of the zygote and processes of its uid block), files changed in `reference/`,
+`graders/` and the submission folder, leaks (reference text, environments, network contacts, a
+"LEAKED" line printed when a forbidden system call went through) found anywhere in the report, and
+the report itself: every format renders, parses and carries nothing active, the JSON reloads, and
+its size is within the bound of `bounds.report_bound`.
 """
 
 from __future__ import annotations
@@ -22,6 +25,9 @@ from pathlib import Path
 
 import tomllib
 
+import inert_check
+
+from graders.harness import bounds
 from graders.harness.models import Report
 from graders.harness.project import Project
 from graders.harness.runner import grade
@@ -29,7 +35,7 @@ from graders.harness.sandbox import isolation
 from graders.harness.sandbox.client import Limits, SandboxPool, isolation_level
 
 HERE = Path(__file__).resolve().parent
-EXERCISE = "ex02_self_attention"
+EXERCISE = "ex02_self_attention"  # the exercise of a case that names none
 SUBMISSION_FILE = f"{EXERCISE}.py"
 RECORD_SEED = 1234  # the seed the hard-coding attacker studied
 CASE_SEED = 777  # the seed the suite grades with (the product's default seed is random)
@@ -37,7 +43,7 @@ LIMITS = Limits(call_seconds=1.0, call_cpu_seconds=0.5, cpu_seconds=20, memory_b
 LISTEN_PORTS = range(47913, 47923)
 UNIX_LISTENER = b"\0agw-hostile-listener"
 LEAK_MARKERS = ("LEAKED", "ENVIRON ", "EXFILTRATED", "pwned", "Reference solution:")
-GROUPS = {"sdpa": "sdpa_", "layer": "layer_"}
+GROUPS = {"sdpa": "sdpa_", "layer": "layer_", "mha": "mha_"}
 LOOSE_FILES = ("results.json", "report.json", "report.html", "conftest.py")  # must not appear beside us
 
 
@@ -50,10 +56,16 @@ class Case:
     budget: float
     link: str | None
     needs: str | None
+    exercise: str = EXERCISE
+    score_at_most: float | None = None  # the total may not exceed this (attacks on time)
 
     @property
     def folder(self) -> Path:
         return HERE / self.name
+
+    @property
+    def file(self) -> str:
+        return f"{self.exercise}.py"
 
 
 def _expand(spec, check_ids: list[str]) -> tuple[str, ...]:
@@ -70,11 +82,12 @@ def _expand(spec, check_ids: list[str]) -> tuple[str, ...]:
 
 
 def load_cases(project: Project) -> list[Case]:
-    check_ids = [c.id for c in project.load_manifest(EXERCISE).checks]
     table = tomllib.loads((HERE / "cases.toml").read_text(encoding="utf-8"))
     cases = []
     for name, spec in table.items():
-        doc = (HERE / name / SUBMISSION_FILE).read_text(encoding="utf-8").split('"""')[1]
+        exercise = spec.get("exercise", EXERCISE)
+        check_ids = [c.id for c in project.load_manifest(exercise).checks]
+        doc = (HERE / name / f"{exercise}.py").read_bytes().decode("utf-8", "replace").split('"""')[1]
         cases.append(
             Case(
                 name=name,
@@ -84,6 +97,8 @@ def load_cases(project: Project) -> list[Case]:
                 budget=float(spec["budget"]),
                 link=spec.get("link"),
                 needs=spec.get("needs"),
+                exercise=exercise,
+                score_at_most=spec.get("score_at_most"),
             )
         )
     return cases
@@ -154,8 +169,12 @@ def _proc_table() -> dict[int, tuple[int, int]]:
 def sandbox_processes(pool: SandboxPool) -> list[int]:
     """Live processes that belong to the sandbox: the zygote's descendants and the sandbox uids."""
     table = _proc_table()
-    uids = {isolation.sandbox_uid(pool.zygote_pid or 0, slot) for slot in range(isolation.SANDBOX_UID_SLOTS)}
-    found = {pid for pid, (_, uid) in table.items() if uid in uids}
+    block = getattr(pool, "uid_block", None)  # None: no uid switch (or a sandbox that predates blocks)
+    base, size = isolation.SANDBOX_UID_BASE, getattr(isolation, "UID_BLOCK", 1 << 16)
+    found = {
+        pid for pid, (_, uid) in table.items()
+        if uid >= base and (block is None or (uid - base) // size == block)
+    }  # fmt: skip
     frontier = [pool.zygote_pid] if pool.zygote_pid else []
     while frontier:
         parent = frontier.pop()
@@ -231,19 +250,27 @@ class CaseResult:
     points_on_known_seed: float | None = None
     report: Report | None = None
     skipped: str = ""
+    score: float = 0.0
+    format_problems: list[str] = field(default_factory=list)
+
+    @property
+    def over_score(self) -> bool:
+        return self.case.score_at_most is not None and self.score > self.case.score_at_most
 
     @property
     def ok(self) -> bool:
         return not self.skipped and not (
             self.points_attacked or self.missing_checks or self.grader_errors or self.earned_missing
             or self.processes_left or self.files_changed or self.leaks or self.network_contacts
-            or self.seconds > self.case.budget
+            or self.seconds > self.case.budget or self.format_problems or self.over_score
         )  # fmt: skip
 
     def problems(self) -> list[str]:
         out = []
         if self.points_attacked:
             out.append(f"{self.points_attacked:g} points on attacked checks")
+        if self.over_score:
+            out.append(f"scored {self.score:g}, at most {self.case.score_at_most:g} allowed")
         for name in (
             "missing_checks",
             "grader_errors",
@@ -251,6 +278,7 @@ class CaseResult:
             "processes_left",
             "files_changed",
             "leaks",
+            "format_problems",
         ):
             if getattr(self, name):
                 out.append(f"{name}: {getattr(self, name)}")
@@ -267,10 +295,10 @@ def materialise(case: Case, project: Project, dest: Path) -> Path:
     shutil.copytree(case.folder, folder)
     for dropped in folder.glob("*.drop"):  # stored under another name so that our own pytest never sees them
         dropped.rename(dropped.with_suffix(""))
-    target = folder / SUBMISSION_FILE
+    target = folder / case.file
     if case.link:
         target.unlink()
-        reference = project.reference_path(EXERCISE)
+        reference = project.reference_path(case.exercise)
         if case.link == "symlink":
             target.symlink_to(reference)
         else:
@@ -299,10 +327,11 @@ def run_case(
         result.skipped = f"needs a PID namespace and an empty root; this sandbox is {level}"
         return result
     folder = materialise(case, project, workdir)
+    exercises = [case.exercise]
     if case.name == "hardcoded_seed":
-        recorded = grade(project, folder, seed=RECORD_SEED, exercises=[EXERCISE], pool=pool)
+        recorded = grade(project, folder, seed=RECORD_SEED, exercises=exercises, pool=pool)
         _fill_known(folder, recorded)
-        studied = grade(project, folder, seed=RECORD_SEED, exercises=[EXERCISE], pool=pool)
+        studied = grade(project, folder, seed=RECORD_SEED, exercises=exercises, pool=pool)
         result.points_on_known_seed = _points(studied, case.attacked)
     guarded = guarded_paths(project)
     before = snapshot(*guarded, folder)
@@ -311,7 +340,7 @@ def run_case(
     listener = Listener()
     start = time.monotonic()
     try:
-        report = grade(project, folder, seed=seed, exercises=[EXERCISE], pool=pool)
+        report = grade(project, folder, seed=seed, exercises=exercises, pool=pool)
     finally:
         result.seconds = time.monotonic() - start
         result.network_contacts = listener.close()
@@ -319,8 +348,10 @@ def run_case(
     result.processes_left = sandbox_processes(pool)
     result.files_changed = changed(before, snapshot(*guarded, folder))
     result.files_changed += sorted(str(p) for p in loose if p.exists() and p not in loose_before)
-    manifest = project.load_manifest(EXERCISE)
+    manifest = project.load_manifest(case.exercise)
     got = {c.id: c for e in report.exercises for c in e.checks}
+    result.score = report.score
+    result.format_problems = format_problems(report, len(manifest.checks))
     result.missing_checks = [c.id for c in manifest.checks if c.id not in got]
     result.grader_errors = [f"{c.id}: {c.message[:200]}" for c in got.values() if c.status == "error"]
     result.points_attacked = _points(report, case.attacked)
@@ -329,5 +360,15 @@ def run_case(
     text = report.model_dump_json()
     result.leaks = [m for m in LEAK_MARKERS if m in text]
     if case.link:  # a hard link left in pytest's kept tmp dirs would raise the reference's link count for later runs
-        (folder / SUBMISSION_FILE).unlink()
+        (folder / case.file).unlink()
     return result
+
+
+def format_problems(report: Report, checks: int) -> list[str]:
+    """What is wrong with the report in any output format (see `inert_check.problems`)."""
+    problems = inert_check.problems(report)
+    size = len(report.model_dump_json(indent=2).encode())
+    bound = bounds.report_bound(len(report.exercises), checks)
+    if size > bound:
+        problems.append(f"JSON report of {size} bytes, over its bound of {bound}")
+    return problems

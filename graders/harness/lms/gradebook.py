@@ -3,7 +3,9 @@
 Every submission gets a row, including those refused (bad zip, no files) or lost to a grader
 failure: their scores are 0 and `reason` says what happened. Cells that a spreadsheet would run
 as a formula (starting with = + - @) are quoted with a leading apostrophe, since student names
-and reasons come from the submissions.
+and reasons come from the submissions. Rows end in CR LF (RFC 4180), so that the writer quotes any
+field holding a CR or an LF, and every text field is `inert.single_line`: one row per student
+whatever a name holds.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import csv
 import io
 
+from .. import inert
 from ..models import ExerciseManifest
 from .result import SubmissionResult
 
@@ -18,6 +21,7 @@ FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def safe_cell(value: str) -> str:
+    value = inert.single_line(value)
     return "'" + value if value.startswith(FORMULA_START) else value
 
 
@@ -42,7 +46,7 @@ def row(result: SubmissionResult, manifests: list[ExerciseManifest]) -> list[str
 
 def render(results: list[SubmissionResult], manifests: list[ExerciseManifest]) -> str:
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = csv.writer(out, lineterminator="\r\n")
     writer.writerow(header(manifests))
     for result in sorted(results, key=lambda r: r.student):
         writer.writerow(row(result, manifests))

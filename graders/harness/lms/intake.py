@@ -4,7 +4,10 @@
 a fresh folder under strict rules, because the archive is the student's: no absolute paths, no
 `..`, no links, no encrypted entries, at most `ZipCaps.members` entries and `ZipCaps.total_bytes`
 bytes once unpacked (counted while reading, never trusting the sizes the archive declares).
-Any breach raises `Refusal`, which becomes a gradebook row with the reason.
+Before `zipfile` parses anything, the end-of-central-directory record (ZIP64 too) is read by hand:
+its entry count and the size of the central directory are checked against the caps, so that a zip
+declaring a million entries is refused in microseconds instead of after `ZipFile` has built a
+million objects. Any breach raises `Refusal`, which becomes a gradebook row with the reason.
 """
 
 from __future__ import annotations
@@ -12,11 +15,13 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import struct
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
+from .. import inert
 from ..i18n import Text
 from .messages import msg
 
@@ -38,6 +43,45 @@ class ZipCaps:
     archive_bytes: int = 64 << 20
     members: int = 500
     total_bytes: int = 32 << 20
+    directory_bytes: int = 500 * 1024  # the central directory: ~1 KiB per entry at most
+
+
+# signature, disk, cd disk, entries here, entries, cd size, cd offset, comment length
+EOCD = struct.Struct("<IHHHHIIH")
+# signature, cd disk, offset of the ZIP64 record, disks
+EOCD64_LOCATOR = struct.Struct("<IIQI")
+# signature, size, versions (2), disk, cd disk, entries here, entries, cd size, cd offset
+EOCD64 = struct.Struct("<IQHHIIQQQQ")
+
+
+def central_directory(archive: Path) -> tuple[int, int]:
+    """(entries, central directory bytes) as the archive's end records declare them, read without
+    parsing the archive; `zipfile.BadZipFile` if there is no such record. Whether the directory is
+    really there is for `zipfile` to find out, once these figures are known to be within the caps."""
+    with open(archive, "rb") as fh:
+        size = fh.seek(0, os.SEEK_END)
+        tail_start = max(0, size - (EOCD.size + 0xFFFF))
+        fh.seek(tail_start)
+        tail = fh.read()
+        at = tail.rfind(b"PK\x05\x06")
+        if at < 0 or len(tail) - at < EOCD.size:
+            raise zipfile.BadZipFile("no end-of-central-directory record")
+        _sig, disk, cd_disk, _here, entries, cd_size, cd_offset, _comment = EOCD.unpack_from(tail, at)
+        if entries == 0xFFFF or cd_size == 0xFFFFFFFF or cd_offset == 0xFFFFFFFF:
+            locator_at = at - EOCD64_LOCATOR.size
+            if locator_at < 0 or tail[locator_at : locator_at + 4] != b"PK\x06\x07":
+                raise zipfile.BadZipFile("ZIP64 locator missing")
+            _s, _d, record_offset, _disks = EOCD64_LOCATOR.unpack_from(tail, locator_at)
+            if record_offset + EOCD64.size > size:
+                raise zipfile.BadZipFile("ZIP64 record outside the file")
+            fh.seek(record_offset)
+            record = fh.read(EOCD64.size)
+            if len(record) < EOCD64.size or record[:4] != b"PK\x06\x06":
+                raise zipfile.BadZipFile("ZIP64 record missing")
+            _s, _n, _v1, _v2, disk, cd_disk, _here, entries, cd_size, cd_offset = EOCD64.unpack(record)
+    if disk != 0 or cd_disk != 0:
+        raise zipfile.BadZipFile("multi-disk archives are not supported")
+    return entries, cd_size
 
 
 @dataclass(frozen=True)
@@ -50,29 +94,33 @@ class Entry:
 
     @property
     def source(self) -> str:
-        return self.path.name
+        """The entry's name as shown in reasons and reports (any bytes, on one line)."""
+        return inert.display_name(self.path.name)
 
 
 def discover(folder: Path) -> list[Entry]:
     """Every student entry of `folder`, sorted; hidden names (starting with '.') are skipped.
 
-    The key is the folder name or the zip name without `.zip`; when a zip's stem is taken (by a
-    folder of that name), the zip keeps its full name so that nothing is lost or merged.
+    The key (`inert.student_key`: printable, one-to-one, short enough for a file name whatever
+    bytes the name holds) is that of the folder name or of the zip name without `.zip`; when a
+    zip's stem is taken (by a folder of that name), the zip keeps its full name so that nothing is
+    lost or merged.
     """
     entries: list[Entry] = []
     names = sorted(p for p in folder.iterdir() if not p.name.startswith("."))
     taken = {p.name for p in names if p.is_dir() and not p.is_symlink()}
+    key = inert.student_key
     for path in names:
         if path.is_symlink():
-            entries.append(Entry(path.name, path, "link"))
+            entries.append(Entry(key(path.name), path, "link"))
         elif path.is_dir():
-            entries.append(Entry(path.name, path, "dir"))
+            entries.append(Entry(key(path.name), path, "dir"))
         elif path.is_file() and path.suffix.lower() == ".zip":
-            key = path.stem if path.stem and path.stem not in taken else path.name
-            taken.add(key)
-            entries.append(Entry(key, path, "zip"))
+            name = path.stem if path.stem and path.stem not in taken else path.name
+            taken.add(name)
+            entries.append(Entry(key(name), path, "zip"))
         else:
-            entries.append(Entry(path.name, path, "other"))
+            entries.append(Entry(key(path.name), path, "other"))
     return entries
 
 
@@ -108,13 +156,21 @@ def _member_problem(info: zipfile.ZipInfo) -> str | None:
 
 def unpack_zip(archive: Path, dest: Path, caps: ZipCaps = ZipCaps()) -> Path:
     """Extract `archive` into the empty folder `dest` under the rules above; returns `dest`."""
-    source = archive.name
+    source = inert.display_name(archive.name)
     size = archive.stat().st_size
     if size > caps.archive_bytes:
         raise Refusal(
             "zip_file_too_large", msg("zip_file_too_large", source=source, size=size, cap=caps.archive_bytes)
         )
     try:
+        entries, directory = central_directory(archive)
+        if entries > caps.members:
+            raise Refusal("zip_too_many", msg("zip_too_many", source=source, count=entries, cap=caps.members))
+        if directory > caps.directory_bytes:
+            raise Refusal(
+                "zip_directory_too_large",
+                msg("zip_directory_too_large", source=source, size=directory, cap=caps.directory_bytes),
+            )
         with zipfile.ZipFile(archive) as zf:
             members = zf.infolist()
             if len(members) > caps.members:

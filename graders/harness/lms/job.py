@@ -9,8 +9,11 @@ once for the whole job (`runner.SessionGrader`: configured and the graders colle
 checks run again for each submission). Student code still runs only in the worker forked for each
 submission, never in this process.
 
-It dies with its parent (PR_SET_PDEATHSIG), and on SIGTERM kills its live workers and zygote
-before exiting, so a batch killed at any moment leaves no grading process behind.
+It dies with its parent (PR_SET_PDEATHSIG), and on SIGTERM kills its live workers and zygote and
+removes its temporary folder (`--work`, its TMPDIR: unpacked zips, the zygote's folder) before
+exiting, so a batch killed at any moment leaves no grading process and no file behind; should the job
+itself be killed by SIGKILL, its zygote kills its workers (the control socket closes) and the batch
+removes the folder.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import signal
 import sys
 import tempfile
@@ -31,7 +35,7 @@ from typing import TYPE_CHECKING
 from ..i18n import Lang
 from ..models import ExerciseManifest
 from ..project import Project
-from ..sandbox.client import SandboxPool
+from ..sandbox.client import Limits, SandboxPool
 from .intake import Entry, Refusal, require_exercise_files, submission_root, unpack_zip
 from .messages import msg
 from .pool import BatchPool
@@ -163,6 +167,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--no-hidden", action="store_true")
     p.add_argument("--call-seconds", type=float, default=None)
     p.add_argument("--parent", type=int, required=True)
+    p.add_argument("--work", type=Path, default=None, help="temporary folder of this job (removed on exit)")
+    p.add_argument("--uid-block", type=int, default=None, help="the sandbox uid block this job may use")
+    p.add_argument("--submission-seconds", type=float, default=None, help="time budget of one submission")
+    p.add_argument("--exercise-seconds", type=float, default=None, help="time budget of one exercise")
     return p
 
 
@@ -170,7 +178,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the batch decides when jobs stop
     _die_with_parent(args.parent)
-    pool = BatchPool()
+    if args.work is not None:
+        args.work.mkdir(parents=True, exist_ok=True)
+        tempfile.tempdir = str(args.work)
+    budgets = {"submission_seconds": args.submission_seconds, "exercise_seconds": args.exercise_seconds}
+    limits = Limits(**{k: v for k, v in budgets.items() if v is not None})
+    pool = BatchPool(limits, uid_block=args.uid_block)
     warm = threading.Thread(target=pool.warm, daemon=True)
     warm.start()  # the zygote imports torch while this process does the same
     import torch
@@ -190,6 +203,8 @@ def main(argv: list[str] | None = None) -> int:
 
     def stop(signum, frame) -> None:  # the main thread may hold a lock of the pool: take none here
         pool.kill_all()
+        if args.work is not None:
+            shutil.rmtree(args.work, ignore_errors=True)
         os._exit(128 + signum)
 
     signal.signal(signal.SIGTERM, stop)
@@ -238,9 +253,6 @@ def serve(
         entry = Entry(request["student"], Path(request["path"]), request["kind"])
         result = grade_entry(entry, request.get("fingerprint", ""), settings, pool, grader)
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        reply = {
-            "result": result.model_dump(mode="json"),
-            "rss_kb": rss,
-            "zygote_kb": peak_kb(pool.zygote_pid),
-        }
-        protocol.write(json.dumps(reply, ensure_ascii=False) + "\n")
+        figures = {"rss_kb": rss, "zygote_kb": peak_kb(pool.zygote_pid)}
+        # the result's own JSON: its non-finite numbers are encoded as the model says, and it reloads
+        protocol.write(f'{{"result": {result.model_dump_json()}, {json.dumps(figures)[1:]}\n')

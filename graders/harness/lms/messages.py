@@ -37,6 +37,11 @@ MESSAGES: dict[str, Text] = {
         zh="{source} 解压后超过 {cap} 字节（条目 {member!r}），疑似压缩炸弹，已拒绝。",
         en="{source} unpacks to more than {cap} bytes (at entry {member!r}): a zip bomb? Refused.",
     ),
+    "zip_directory_too_large": Text(
+        zh="{source} 的中央目录有 {size} 字节，超过上限 {cap}（疑似压缩炸弹），未解析即拒绝。",
+        en="{source}: its central directory is {size} bytes, over the cap of {cap} (a zip bomb?); "
+        "refused before parsing it.",
+    ),
     "zip_file_too_large": Text(
         zh="{source} 本身有 {size} 字节，超过上限 {cap}。",
         en="{source} is {size} bytes, over the cap of {cap}.",

@@ -22,12 +22,12 @@ import signal
 import threading
 import weakref
 
-from ..sandbox.client import SandboxPool, SandboxWorker
+from ..sandbox.client import Limits, SandboxPool, SandboxWorker
 
 
 class BatchPool(SandboxPool):
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, limits: Limits | None = None, uid_block: int | None = None) -> None:
+        super().__init__(limits, uid_block=uid_block)
         self.live: weakref.WeakSet[SandboxWorker] = weakref.WeakSet()
         self._spares: dict[int, SandboxWorker] = {}
         self._spares_lock = threading.Lock()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from typing import TextIO
 
+from .. import inert
 from .result import SubmissionResult
 
 
@@ -39,7 +40,7 @@ class Progress:
         eta = clock(left / rate) if rate > 0 else "?"
         if self.bar:
             filled = int(self.width * self.done / self.total) if self.total else self.width
-            tail = f"  {result.student[:24]}" if result else ""
+            tail = f"  {inert.single_line(result.student)[:24]}" if result else ""
             bar = "#" * filled + "." * (self.width - filled)
             return f"\r[{bar}] {self.done}/{self.total}  {rate:.1f}/s  ETA {eta}{tail}\x1b[K"
         assert result is not None
@@ -47,7 +48,8 @@ class Progress:
             f"{result.score:g}/{result.max_score:g}" if result.status == "graded" else result.problem or "-"
         )
         return (
-            f"[{self.done:>{len(str(self.total))}}/{self.total}] {result.student}: {result.status} {score} "
+            f"[{self.done:>{len(str(self.total))}}/{self.total}] {inert.single_line(result.student)}: "
+            f"{result.status} {inert.single_line(score)} "
             f"({result.elapsed:.2f} s; {rate:.1f}/s, ETA {eta})\n"
         )
 

@@ -11,8 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from .. import inert
+from ..bounds import NAME_CHARS, bound_report, cap
 from ..i18n import Lang
 from ..models import ExerciseManifest, Report
 
@@ -36,6 +38,17 @@ class SubmissionResult(BaseModel):
     elapsed: float = Field(0.0, ge=0, description="seconds spent grading this submission")
     fingerprint: str = Field("", description="size/mtime digest of the source, to notice a re-upload")
     report: Report | None = None
+
+    @model_validator(mode="after")
+    def _inert(self) -> SubmissionResult:
+        """Names, reasons and the report hold only inert, capped text, whoever built the result:
+        a name or a zip member's name (in `reason`) is the student's, and may hold any bytes."""
+        self.student = cap(inert.single_line(self.student), NAME_CHARS)
+        self.source = cap(inert.display_name(self.source), NAME_CHARS)
+        self.reason = cap(self.reason, 2000)
+        if self.report is not None:
+            self.report = bound_report(self.report)
+        return self
 
     @classmethod
     def from_report(cls, report: Report, elapsed: float = 0.0) -> SubmissionResult:

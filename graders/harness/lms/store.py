@@ -17,8 +17,10 @@ A lock file keeps two batches from writing the same folder at once.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
+import shutil
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -27,6 +29,7 @@ from . import EXTENSIONS, RENDERERS
 from .result import SubmissionResult
 
 TMP_MARK = ".tmp-"
+WORK_DIR = ".work"  # the jobs' temporary folders (their TMPDIR) while a batch runs
 
 
 class StoreBusy(Exception):
@@ -34,8 +37,11 @@ class StoreBusy(Exception):
 
 
 def write_atomic(path: Path, text: str) -> None:
+    """Write `text` to `path` through a temporary file of a short name in the same folder (a long
+    final name leaves no room for a longer temporary one: ENAMETOOLONG)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}{TMP_MARK}{os.getpid()}")
+    digest = hashlib.sha256(os.fsencode(path.name)).hexdigest()[:16]
+    tmp = path.with_name(f".{digest}{TMP_MARK}{os.getpid()}")
     with open(tmp, "w", encoding="utf-8") as fh:
         fh.write(text)
     os.replace(tmp, path)
@@ -63,6 +69,7 @@ class ResultStore:
         for folder in [self.root, *(p for p in self.root.iterdir() if p.is_dir())]:
             for stale in folder.glob(f".*{TMP_MARK}*"):
                 stale.unlink(missing_ok=True)
+        shutil.rmtree(self.root / WORK_DIR, ignore_errors=True)  # jobs' files, if a batch was killed
 
     def close(self) -> None:
         if self._lock_fd is not None:

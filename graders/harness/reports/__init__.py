@@ -8,12 +8,14 @@ diagnosis links to the section of the statement that explains its mistake.
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
 import jinja2
 from markupsafe import Markup, escape
 
+from .. import inert
 from ..i18n import labels
 from ..models import Report
 from ..project import Project
@@ -37,6 +39,10 @@ def _fmt(value: float) -> str:
 
 
 def _cell_color(value: float, low: float, high: float) -> str:
+    """A cell's colour on the matrix's scale; NaN and ±inf (a student's matrix may hold them) grey."""
+    if not math.isfinite(value):
+        return "rgb(200,200,200)"
+    low, high = (low, high) if math.isfinite(low) and math.isfinite(high) else (0.0, 1.0)
     t = 0.0 if high <= low else (value - low) / (high - low)
     t = min(max(t, 0.0), 1.0)
     r, g, b = int(255 - 200 * t), int(255 - 120 * t), int(255 - 40 * t)
@@ -53,6 +59,11 @@ def _code_spans(text: str) -> Markup:
 
 _env.filters["pts"] = _fmt
 _env.filters["code_spans"] = _code_spans
+# Student-controlled text is data (see `inert`): each format's template applies its own filter.
+_env.filters["term"] = inert.terminal
+_env.filters["md"] = inert.markdown
+_env.filters["md_cell"] = lambda text: inert.markdown(text, inline=True)
+_env.filters["md_code"] = inert.markdown_code
 _env.globals["cell_color"] = _cell_color
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import select
 import signal
 import socket
@@ -28,7 +29,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import wire
+from . import isolation, wire
 
 SANDBOX_PARENT = Path(__file__).resolve().parent.parent  # the folder that holds `sandbox/`
 
@@ -48,9 +49,11 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 FULL = frozenset({
     "pid-namespace", "mount-namespace", "network-namespace", "empty-root", "unprivileged-uid",
-    "no-new-privs", "rlimit:memory", "rlimit:processes", "import-allow-list",
+    "no-new-privs", "rlimit:memory", "rlimit:processes", "import-allow-list", "seccomp-filter",
 })  # fmt: skip
-PARTIAL = frozenset({"pid-namespace", "mount-namespace", "network-namespace", "empty-root", "no-new-privs"})
+PARTIAL = frozenset({
+    "pid-namespace", "mount-namespace", "network-namespace", "empty-root", "no-new-privs", "seccomp-filter",
+})  # fmt: skip
 
 
 def isolation_level(protections) -> str:
@@ -83,6 +86,9 @@ class Limits:
     """
 
     call_seconds: float = 120.0  # caps each exercise's own deadline (its manifest's call_seconds)
+    # wall-clock budgets (see `budget`): an exercise's (None: 2 x its call deadline), a submission's
+    exercise_seconds: float | None = None
+    submission_seconds: float | None = 120.0
     call_cpu_seconds: float | None = None  # CPU budget of one call; None: the call's wall deadline
     cpu_seconds: int = 60
     memory_bytes: int = 2 << 30
@@ -91,6 +97,11 @@ class Limits:
     processes: int = 64
     output_bytes: int = 16 << 10
     reply_bytes: int = 64 << 20
+    # Caps the trusted side sets on every reply, whatever the worker claims to apply (a reply over
+    # one is the submission's fault): header bytes, JSON nesting, characters of any one string.
+    reply_header_bytes: int = 4 << 20
+    reply_depth: int = wire.MAX_HEADER_DEPTH
+    reply_string_chars: int = wire.MAX_STRING_CHARS
     tmp_bytes: int = 16 << 20
     start_seconds: float = 10.0
     reap_seconds: float = 5.0
@@ -224,26 +235,35 @@ class SandboxPool:
         run_as: tuple[int, int] | None = None,
         isolate: bool = True,
         userns: bool = True,
+        uid_block: int | None = None,
     ) -> None:
         self.limits = limits or Limits()
-        self.options = {"run_as": list(run_as) if run_as else None, "isolate": isolate, "userns": userns}
+        self._uid_holder = None
+        if uid_block is None:  # held for the pool's whole life: a zygote started again reuses no uid
+            uid_block, self._uid_holder = isolation.reserve_uid_block(secrets.randbelow(isolation.UID_BLOCKS))
+        self.options = {"run_as": list(run_as) if run_as else None, "isolate": isolate, "userns": userns,
+                        "uid_block": uid_block, "uid_start": 0}  # fmt: skip
         self._proc: subprocess.Popen | None = None
         self._control: socket.socket | None = None
         self._lock = threading.Lock()
-        self._tmp = tempfile.TemporaryDirectory(prefix="agw-zygote-")
+        self._tmp: tempfile.TemporaryDirectory | None = None  # the zygote's working folder, while it runs
         self.zygote_pid: int | None = None
         self.mode: str | None = None  # "root", "userns" or "none", as the zygote found it
         self.footprint: int | None = None  # the zygote's address space after its imports, in bytes
         self._memory_verified: bool | None = None  # `provides_memory_budget`, measured once
+        self.uid_block: int | None = None  # the block of uids its workers get (root mode)
+        self._uid_next = 0  # the index in the block after the last uid a worker got
 
     def _start(self) -> None:
+        if self._tmp is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="agw-zygote-")
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         env = {
             "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
             "OPENBLAS_NUM_THREADS": "1",  # one thread: the zygote must stay single-threaded to unshare
             **{k: os.environ[k] for k in PASSED_ENV if k in os.environ},
         }  # fmt: skip
-        options = dict(self.options, allowed_imports=list(ALLOWED_IMPORTS))
+        options = dict(self.options, allowed_imports=list(ALLOWED_IMPORTS), uid_start=self._uid_next)
         self._proc = subprocess.Popen(
             [
                 sys.executable,
@@ -274,6 +294,7 @@ class SandboxPool:
         self.zygote_pid = hello["pid"]
         self.mode = hello.get("mode", "none")
         self.footprint = hello.get("footprint") if type(hello.get("footprint")) is int else None
+        self.uid_block = hello.get("uid_block")
 
     def boot_source(self) -> str:
         """The `python -I -c` program the zygote starts with. A subclass may run something first,
@@ -281,6 +302,8 @@ class SandboxPool:
         return BOOT
 
     def _log(self) -> str:
+        if self._tmp is None:
+            return ""
         try:
             return Path(self._tmp.name, "zygote.log").read_text(errors="replace")[-2000:]
         except OSError:
@@ -311,6 +334,9 @@ class SandboxPool:
             ours.close()
             os.close(out_r)
             raise SandboxUnavailable(f"the sandbox could not start a worker: {reply.get('error', reply)}")
+        if type(reply.get("uid")) is int and self.uid_block is not None:
+            index = reply["uid"] - isolation.sandbox_uid(self.uid_block, 0)
+            self._uid_next = max(self._uid_next, index + 1)
         worker = SandboxWorker(self, reply["pid"], ours, out_r)
         worker.cpu_file = reply.get("cpu_file") if isinstance(reply.get("cpu_file"), str) else None
         files = reply.get("memory_files")
@@ -383,6 +409,9 @@ class SandboxPool:
                 pass
             self._proc.wait()
             self._proc = None
+        if self._tmp is not None:  # nothing of this pool stays in the temporary folder
+            self._tmp.cleanup()
+            self._tmp = None
 
     def __enter__(self) -> SandboxPool:
         return self
@@ -540,7 +569,11 @@ class SandboxWorker:
                 self.sock.settimeout(timeout)
                 wire.send_frame(self.sock, dict(header, cpu=cpu_budget, seq=self._seq), buffers)
             self._wait_readable(deadline, cpu_budget)
-            reply, bufs = wire.recv_frame(self.sock, deadline, self.pool.limits.reply_bytes)
+            limits = self.pool.limits
+            reply, bufs = wire.recv_frame(
+                self.sock, deadline, limits.reply_bytes, max_header_bytes=limits.reply_header_bytes,
+                max_depth=limits.reply_depth, max_string_chars=limits.reply_string_chars,
+            )  # fmt: skip
             if header is not None and reply.get("seq") != self._seq:  # forged or stale: out of turn
                 raise wire.WireError("a reply arrived out of turn")
             return reply, bufs

@@ -13,8 +13,10 @@ Three privilege modes, found once when the zygote starts (`probe_privilege`):
   the namespace, and no cgroup is made.
 * ``none``: neither. Rlimits, a session of their own, and the zygote's sweep as child subreaper.
 
-Every function returns the names of the protections that took effect: they end up in each
-report, so a report always says what it ran under. Imports: standard library only.
+At every level the worker also loads a seccomp filter (`SeccompFilter`, `SECCOMP_DENIED`) once its
+own set-up is done. Every function returns the names of the protections that took effect: they end
+up in each report, so a report always says what it ran under. Imports: standard library only, and
+`pyseccomp` (libseccomp's ctypes bindings), imported by the zygote before any worker is forked.
 
 What the lower levels do not protect:
 
@@ -33,10 +35,13 @@ What the lower levels do not protect:
 from __future__ import annotations
 
 import ctypes
+import errno
+import importlib
 import os
 import platform
 import resource
 import signal
+import socket
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUTS = 0x04000000
@@ -62,8 +67,36 @@ _SYSCALLS = {  # (pivot_root, capset, capget)
     "aarch64": (41, 91, 90),
 }
 
-SANDBOX_UID_BASE = 2_100_000_000  # far above any real account; one uid per live worker
-SANDBOX_UID_SLOTS = 64
+SANDBOX_UID_BASE = 2_100_000_000  # far above any real account; one uid per worker, never reused
+UID_BLOCK = 1 << 16  # uids of one block: a zygote numbers its workers' uids within the block it holds
+UID_BLOCKS = (0xFFFF_FFFE - SANDBOX_UID_BASE) // UID_BLOCK
+MAX_LIVE_WORKERS = 64
+
+# What the seccomp filter refuses (EPERM) in every worker, at every isolation level: the kernel
+# state that outlives a process or reaches past its namespaces. Keyrings (a key added to the user
+# keyring survives the worker and is read by the next worker of that uid), new namespaces (user
+# namespaces give a fresh set of capabilities: mounting cgroup2 showed host statistics), mounts,
+# tracing and memory access to other processes, BPF, perf, userfaultfd and io_uring (the usual
+# kernel attack surface), modules, kexec, clocks, swap, reboot.
+SECCOMP_DENIED = (
+    "add_key", "request_key", "keyctl",
+    "unshare", "setns",
+    "mount", "umount2", "pivot_root", "chroot", "fsopen", "fsconfig", "fsmount", "fspick", "move_mount",
+    "open_tree", "mount_setattr",
+    "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd", "process_madvise",
+    "bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register",
+    "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
+    "open_by_handle_at", "name_to_handle_at", "lookup_dcookie", "uselib",
+    "reboot", "swapon", "swapoff", "acct", "quotactl", "syslog", "vhangup",
+    "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "sethostname", "setdomainname",
+    "iopl", "ioperm", "modify_ldt",
+)  # fmt: skip
+# clone() is refused only with a namespace flag (threads and fork stay); clone3 hides its flags in
+# memory a filter cannot read, so it says ENOSYS and the C library falls back to clone().
+CLONE_NEWCGROUP = 0x02000000
+CLONE_NAMESPACE_FLAGS = (
+    CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWCGROUP,
+)  # fmt: skip
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -104,6 +137,55 @@ def _threads() -> int:
 # ---------------------------------------------------------------- the zygote's side
 
 
+class SeccompFilter:
+    """The filter of `SECCOMP_DENIED`, built once in the zygote (libseccomp through `pyseccomp`,
+    imported before any fork: a worker's empty root holds no library) and loaded by each worker."""
+
+    NAME = "seccomp-filter"
+
+    def __init__(self) -> None:
+        self._filter = None
+        self.problem = ""
+        try:
+            sc = importlib.import_module("pyseccomp")
+            filt = sc.SyscallFilter(sc.ALLOW)
+            for name in SECCOMP_DENIED:
+                try:
+                    filt.add_rule(sc.ERRNO(errno.EPERM), name)
+                except (OSError, ValueError):
+                    pass  # a system call this kernel or architecture does not have
+            for flag in CLONE_NAMESPACE_FLAGS:
+                filt.add_rule(sc.ERRNO(errno.EPERM), "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
+            filt.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
+            self._filter = filt
+        except (ImportError, RuntimeError, OSError) as exc:  # no pyseccomp, no libseccomp
+            self.problem = f"{type(exc).__name__}: {exc}"
+
+    def install(self) -> list[str]:
+        """Load the filter into this process (and so into everything it starts); needs NO_NEW_PRIVS."""
+        if self._filter is None:
+            return []
+        self._filter.load()
+        return [self.NAME]
+
+
+def reserve_uid_block(start: int) -> tuple[int, socket.socket]:
+    """Reserve a block of sandbox uids for as long as the returned socket stays open.
+
+    The reservation is an abstract unix socket named after the block: no file to leave behind, gone
+    with its holder, and one holder per block machine-wide. A batch reserves one block per job for
+    the whole run (`uid_block` of `SandboxPool`), so no uid serves two students of one run."""
+    for i in range(UID_BLOCKS):
+        block = (start + i) % UID_BLOCKS
+        holder = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            holder.bind(f"\0agw-uid-block-{block}".encode())
+            return block, holder
+        except OSError:
+            holder.close()
+    raise IsolationError(errno.EUSERS, "every block of sandbox uids is taken")
+
+
 def drop_to_user(uid: int, gid: int) -> None:
     """Become `uid`/`gid` for good (used to run the zygote as an ordinary user, e.g. in tests)."""
     os.setgroups([])
@@ -130,6 +212,11 @@ def probe_privilege(allow_userns: bool = True) -> str:
     except OSError:
         return "none"
     return "userns"
+
+
+def die_with_parent(sig: int) -> None:
+    """Receive `sig` when the parent dies (PR_SET_PDEATHSIG), however it dies."""
+    _libc.prctl(PR_SET_PDEATHSIG, ctypes.c_ulong(sig), 0, 0, 0)
 
 
 def become_subreaper() -> bool:
@@ -290,8 +377,14 @@ def private_root(tmp_bytes: int) -> list[str]:
     return ["empty-root", "private-tmp"]
 
 
-def sandbox_uid(zygote_pid: int, slot: int) -> int:
-    return SANDBOX_UID_BASE + (zygote_pid % 16384) * SANDBOX_UID_SLOTS + slot
+def sandbox_uid(block: int, index: int) -> int:
+    """The uid of the `index`-th worker a zygote holding uid block `block` forks."""
+    return SANDBOX_UID_BASE + block * UID_BLOCK + index
+
+
+def uid_block_of(uid: int) -> int | None:
+    """The block a sandbox uid belongs to (None for any other uid)."""
+    return (uid - SANDBOX_UID_BASE) // UID_BLOCK if uid >= SANDBOX_UID_BASE else None
 
 
 def drop_privileges(mode: str, uid: int | None) -> list[str]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import socket
 import struct
 import time
@@ -34,6 +35,10 @@ MAX_BUFFERS = 256
 MAX_DEPTH = 32
 MAX_NODES = 200_000
 MAX_NDIM = 8
+MAX_HEADER_DEPTH = 2 * MAX_DEPTH + 8  # a value of MAX_DEPTH tuples is twice as deep in JSON
+MAX_STRING_CHARS = 10_000
+
+_JSON_STRING = re.compile(rb'"(?:[^"\\]+|\\.)*"')
 
 TORCH_DTYPES: dict[str, torch.dtype] = {
     "float16": torch.float16,
@@ -251,19 +256,56 @@ def _recv_exact(sock: socket.socket, n: int, deadline: float | None) -> bytes:
     return b"".join(chunks)
 
 
+def json_depth(raw: bytes) -> int:
+    """How deeply the arrays and objects of the JSON text `raw` nest, found without parsing it
+    (`json.loads` recurses: 100 000 nested brackets would raise RecursionError, not `WireError`)."""
+    codes = np.frombuffer(_JSON_STRING.sub(b'""', raw), dtype=np.uint8)
+    if codes.size == 0:
+        return 0
+    steps = ((codes == 0x5B) | (codes == 0x7B)).astype(np.int32) - ((codes == 0x5D) | (codes == 0x7D))
+    return int(np.cumsum(steps).max())
+
+
+def check_strings(node, max_chars: int, depth: int = 0) -> None:
+    """Raise `WireError` if a string anywhere in the JSON tree `node` (keys included) is over
+    `max_chars` characters. `node` has already passed `json_depth`."""
+    if type(node) is str:
+        if len(node) > max_chars:
+            raise WireError(f"a string of {len(node)} characters is over the {max_chars}-character cap")
+    elif type(node) is list:
+        for item in node:
+            check_strings(item, max_chars, depth + 1)
+    elif type(node) is dict:
+        for key, item in node.items():
+            check_strings(key, max_chars, depth + 1)
+            check_strings(item, max_chars, depth + 1)
+
+
 def recv_frame(
-    sock: socket.socket, deadline: float | None = None, max_buffer_bytes: int = MAX_BUFFER_BYTES
+    sock: socket.socket,
+    deadline: float | None = None,
+    max_buffer_bytes: int = MAX_BUFFER_BYTES,
+    *,
+    max_header_bytes: int = MAX_HEADER_BYTES,
+    max_depth: int = MAX_HEADER_DEPTH,
+    max_string_chars: int = MAX_STRING_CHARS,
 ) -> tuple[dict, list[bytes]]:
-    """Read one frame. Raises `WireError` on anything malformed, `ChannelTimeout` past `deadline`."""
+    """Read one frame. Raises `WireError` on anything malformed or over a cap (header bytes, JSON
+    depth, string length, buffer bytes: the receiver sets each), `ChannelTimeout` past `deadline`."""
     (size,) = struct.unpack(">I", _recv_exact(sock, 4, deadline))
-    if size > MAX_HEADER_BYTES:
-        raise WireError(f"header of {size} bytes is over the {MAX_HEADER_BYTES}-byte cap")
+    if size > max_header_bytes:
+        raise WireError(f"header of {size} bytes is over the {max_header_bytes}-byte cap")
+    raw = _recv_exact(sock, size, deadline)
+    depth = json_depth(raw)
+    if depth > max_depth:
+        raise WireError(f"header nested {depth} deep, over the cap of {max_depth}")
     try:
-        header = json.loads(_recv_exact(sock, size, deadline))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        header = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise WireError("header is not JSON") from exc
     if type(header) is not dict:
         raise WireError("header is not an object")
+    check_strings(header, max_string_chars)
     sizes = header.get("buffers", [])
     if (
         type(sizes) is not list

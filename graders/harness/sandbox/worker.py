@@ -28,10 +28,97 @@ from . import isolation, wire
 
 MAX_MESSAGE_CHARS = 2000
 MAX_FRAMES = 8
+MAX_TRIPWIRE_HITS = 100
 
 
 class ImportRefused(ImportError):
     pass
+
+
+class Tripwire:
+    """Run-time half of the "built by hand" rule (the static half is `graders.harness.banned`).
+
+    `arm(module, banned)` wraps each banned dotted name of this worker's torch (a function: the
+    attribute is replaced by a wrapper; a class: its `__init__` is), once, before the module `module`
+    runs. A wrapper records the call with the line of the innermost student frame on the stack (none
+    when only torch's own code is there) and calls through. `report(module)` gives the calls of names
+    that module bans, made from its code or from no student code at all, plus any wrapper found
+    undone (a submission that restored the original: which the static check sees it do).
+    """
+
+    def __init__(self, student_modules: dict) -> None:
+        self.student_modules = student_modules
+        self.banned_of: dict[str, set[str]] = {}
+        self.installed: dict[str, tuple] = {}  # dotted name -> (owner, attribute, wrapper)
+        self.hits: list[tuple] = []  # (module or None, dotted name, line)
+
+    @staticmethod
+    def _resolve(dotted: str):
+        """(object that holds it, attribute name) for an already imported dotted name, else (None, "")."""
+        parts = dotted.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            owner = sys.modules.get(".".join(parts[:cut]))
+            if owner is None:
+                continue
+            try:
+                for name in parts[cut:-1]:
+                    owner = getattr(owner, name)
+                getattr(owner, parts[-1])
+            except AttributeError:
+                return None, ""
+            return owner, parts[-1]
+        return None, ""
+
+    def arm(self, module: str, banned) -> None:
+        self.banned_of[module] = {str(b) for b in banned}
+        for dotted in self.banned_of[module]:
+            if "*" in dotted or dotted in self.installed:
+                continue
+            owner, attr = self._resolve(dotted)
+            if owner is None:
+                continue
+            target = getattr(owner, attr)
+            if isinstance(target, type):
+                owner, attr, target = target, "__init__", target.__init__
+            if not callable(target):
+                continue
+            wrapper = self._wrap(dotted, target)
+            try:
+                setattr(owner, attr, wrapper)
+            except (AttributeError, TypeError):
+                continue
+            self.installed[dotted] = (owner, attr, wrapper)
+
+    def _wrap(self, dotted: str, original):
+        record = self.record
+
+        def tripwire(*args, **kwargs):
+            record(dotted)
+            return original(*args, **kwargs)
+
+        return tripwire
+
+    def record(self, dotted: str) -> None:
+        if len(self.hits) >= MAX_TRIPWIRE_HITS:
+            return
+        frame = sys._getframe(2)
+        while frame is not None:
+            name = frame.f_globals.get("__name__")
+            if name in self.student_modules:
+                self.hits.append((name, dotted, frame.f_lineno))
+                return
+            frame = frame.f_back
+        self.hits.append((None, dotted, 0))
+
+    def report(self, module: str) -> list[list]:
+        banned = self.banned_of.get(module, set())
+        mine = (module, None)
+        out = [[dotted, line] for who, dotted, line in self.hits if dotted in banned and who in mine]
+        for dotted in sorted(banned & self.installed.keys()):
+            owner, attr, wrapper = self.installed[dotted]
+            if owner.__dict__.get(attr) is not wrapper:
+                out.append([f"{dotted} (tripwire undone)", 0])
+        return out[:MAX_TRIPWIRE_HITS]
 
 
 class Worker:
@@ -42,6 +129,7 @@ class Worker:
         self.handle_ids: dict[int, int] = {}
         self.modules: dict[str, types.ModuleType] = {}
         self.student_files: set[str] = set()
+        self.tripwire = Tripwire(self.modules)
 
     # ------------------------------------------------------------ handles
 
@@ -101,6 +189,7 @@ class Worker:
 
     def op_load(self, req, bufs):
         name, filename = req["module"], req["filename"]
+        self.tripwire.arm(name, req.get("banned") or [])
         code = compile(bufs[0], filename, "exec", dont_inherit=True)
         module = types.ModuleType(name)
         module.__file__ = filename
@@ -181,7 +270,12 @@ class Worker:
             info["modules"] = [[n, type(m).__qualname__, type(m).__module__] for n, m in obj.named_modules()]
         return {"ok": True, "value": wire.encode_value(info, [])}
 
+    def op_tripwire(self, req, bufs):
+        module = req["target"].get("$module") if type(req.get("target")) is dict else None
+        return {"ok": True, "value": wire.encode_value(self.tripwire.report(str(module)), [])}
+
     OPS = {
+        "tripwire": op_tripwire,
         "load": op_load,
         "getattr": op_getattr,
         "hasattr": op_hasattr,

@@ -81,14 +81,41 @@ def preimport(names) -> None:
 
 
 class Zygote:
-    def __init__(self, control: socket.socket, mode: str) -> None:
+    """Forks workers. In root mode each worker gets a uid of its own, never given to another worker:
+    the `index`-th of the uid block this zygote was handed (`uid_block`, reserved by its caller for
+    the whole run) or reserved itself (`isolation.reserve_uid_block`), then further blocks it
+    reserves when one is used up. Nothing a uid leaves in the kernel can reach another student."""
+
+    def __init__(
+        self, control: socket.socket, mode: str, uid_block: int | None = None,
+        seccomp: isolation.SeccompFilter | None = None, uid_start: int = 0,
+    ) -> None:  # fmt: skip
         self.control = control
         self.mode = mode
         self.statuses: dict[int, str] = {}
-        self.children: dict[int, int] = {}  # live worker pid -> uid slot
+        self.children: dict[int, int | None] = {}  # live worker pid -> its uid
         self.cgroups: dict[int, isolation.Cgroup] = {}
         self.spawned = 0
         self.own_pidns = isolation.open_own_pid_namespace() if mode == "root" else None
+        self.seccomp = seccomp
+        self.uid_holders: list[socket.socket] = []  # reservations this zygote made itself
+        self.uid_block = uid_block
+        self.uid_index = uid_start  # past every uid an earlier zygote of this grader gave out
+        if mode == "root" and (uid_block is None or uid_start >= isolation.UID_BLOCK):
+            self._reserve_block()
+
+    def _reserve_block(self) -> None:
+        start = (os.getpid() * 2654435761) % isolation.UID_BLOCKS
+        self.uid_block, holder = isolation.reserve_uid_block(start)
+        self.uid_holders.append(holder)
+        self.uid_index = 0
+
+    def _next_uid(self) -> int:
+        if self.uid_index >= isolation.UID_BLOCK:
+            self._reserve_block()
+        uid = isolation.sandbox_uid(self.uid_block, self.uid_index)
+        self.uid_index += 1
+        return uid
 
     # ------------------------------------------------------------ children
 
@@ -156,11 +183,9 @@ class Zygote:
             os.close(output_fd)
 
     def _spawn(self, config: dict, channel_fd: int, output_fd: int) -> dict:
-        used = set(self.children.values())
-        slot = next((s for s in range(isolation.SANDBOX_UID_SLOTS) if s not in used), None)
-        if slot is None:
+        if len(self.children) >= isolation.MAX_LIVE_WORKERS:
             return {"error": "too many live workers"}
-        uid = isolation.sandbox_uid(os.getpid(), slot) if self.mode == "root" else None
+        uid = self._next_uid() if self.mode == "root" else None
         limits = config.get("limits", {})
         cgroup = None
         if self.mode == "root":
@@ -179,8 +204,8 @@ class Zygote:
             if cgroup is not None:
                 cgroup.remove()
             return {"error": "the worker could not be forked"}
-        self.children[pid] = slot
-        reply = {"pid": pid, "protections": [], "cpu_file": None, "memory_files": {}}
+        self.children[pid] = uid
+        reply = {"pid": pid, "protections": [], "cpu_file": None, "memory_files": {}, "uid": uid}
         if cgroup is not None:
             if cgroup.add(pid):
                 reply.update(
@@ -210,6 +235,7 @@ class Zygote:
             except OSError:
                 namespaces = []
             namespaces += ["pid-namespace"] if new_pid_ns else []
+            isolation.die_with_parent(signal.SIGKILL)  # the zygote's death (SIGKILL included) ends it
             self._worker_main(config, channel_fd, output_fd, namespaces, uid)
         if new_pid_ns:
             isolation.restore_pid_namespace(self.own_pidns)
@@ -272,6 +298,8 @@ class Zygote:
                 print(f"sandbox: no private root: {exc}", file=sys.stderr)
         protections += isolation.apply_rlimits(limits)
         protections += isolation.drop_privileges(self.mode, uid)
+        if self.seccomp is not None:  # last: everything above needed what the filter refuses
+            protections += self.seccomp.install()
         isolation.reset_signals()
         import torch
 
@@ -305,7 +333,24 @@ class Zygote:
         swept = self.sweep(deadline)
         return {"status": result["status"], "swept": swept, "left": len(self._strays())}
 
+    def shutdown(self) -> None:
+        """The grader is gone (its end of the control socket closed, however it died) or said exit:
+        kill every worker and sweep what they left, so that nothing of this zygote outlives it."""
+        for pid in list(self.children):
+            for kill in (os.killpg, os.kill):
+                try:
+                    kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        self.sweep(time.monotonic() + 2.0)
+
     def serve(self) -> None:
+        try:
+            self._serve()
+        finally:
+            self.shutdown()
+
+    def _serve(self) -> None:
         while True:
             try:
                 data, fds, _flags, _addr = socket.recv_fds(self.control, MAX_CONTROL_BYTES, 4)
@@ -333,6 +378,8 @@ def main(control_fd: int, options: dict) -> None:
     preimport(EXTRA_IMPORTS)
     from . import worker  # noqa: F401  (imported before any uid switch)
 
+    seccomp = isolation.SeccompFilter()
+
     if options.get("run_as"):
         uid, gid = options["run_as"]
         isolation.drop_to_user(int(uid), int(gid))
@@ -341,9 +388,9 @@ def main(control_fd: int, options: dict) -> None:
         mode = isolation.probe_privilege(allow_userns=options.get("userns", True))
     subreaper = isolation.become_subreaper()
     control = socket.socket(fileno=control_fd)
-    hello = {
-        "ready": True, "pid": os.getpid(), "mode": mode, "subreaper": subreaper, "uid": os.getuid(),
-        "footprint": isolation.address_space_bytes(),
-    }  # fmt: skip
+    zygote = Zygote(control, mode, options.get("uid_block"), seccomp, int(options.get("uid_start") or 0))
+    hello = {"ready": True, "pid": os.getpid(), "mode": mode, "subreaper": subreaper, "uid": os.getuid(),
+             "uid_block": zygote.uid_block, "seccomp": seccomp.problem or "ok",
+             "footprint": isolation.address_space_bytes()}  # fmt: skip
     control.send(json.dumps(hello).encode())
-    Zygote(control, mode).serve()
+    zygote.serve()

@@ -1,0 +1,248 @@
+"""The "built by hand" rule: does a submission use what its exercise bans, statically or at run time?
+
+An exercise lists in its manifest (`banned`) the dotted names a submission must not use, e.g.
+``torch.nn.functional.scaled_dot_product_attention``; a last component may be a glob
+(``torch.ops.aten._scaled_dot_product_*``). One list serves two checks, and a submission must
+evade both to score:
+
+* `static_findings(data, banned)` reads the file's bytes exactly as Python does (`read_source`:
+  a UTF-8 BOM, a PEP 263 coding cookie, via `tokenize.detect_encoding`) and finds, outside the
+  ``if __name__ == "__main__":`` block: attributes, names, imports and string constants that name a
+  banned thing (kind ``"banned"``), and dynamic access (kind ``"dynamic"``): ``eval``, ``exec``,
+  ``compile``, ``__import__``, ``importlib``, ``functional_call``, ``vars()``, ``globals()``, ``getattr``/
+  ``setattr``/``delattr`` with a computed name, assignment to an attribute of a torch namespace,
+  ``sys.modules``, and the dunder attributes that reach behind a function or module (``__dict__``,
+  ``__closure__``, ``__wrapped__``, ``__globals__``…), which is also what tampering with the
+  tripwire below takes. The student's own names (a function of theirs called like a banned one,
+  ``self.…`` attributes) are theirs.
+* the tripwire (`Tripwire`, installed inside the worker when the module loads: see
+  `sandbox.worker`) wraps every banned function and class in the worker's torch before the
+  submission runs, and records each call made while the submission's code is on the stack, with
+  its line. `tripwire_findings(student)` asks the worker for them (kind ``"tripwire"``).
+
+A source that does not parse gives no static finding: the sandbox reports the syntax error.
+"""
+
+from __future__ import annotations
+
+import ast
+import codecs
+import fnmatch
+import io
+import tokenize
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from .student import read_submission_file  # the one safe reader of a submission's file
+
+Kind = Literal["banned", "dynamic", "tripwire"]
+
+DYNAMIC_CALLS = {
+    "eval", "exec", "compile", "__import__", "vars", "globals", "locals", "functional_call", "import_module",
+}  # fmt: skip
+ATTRIBUTE_CALLS = {"getattr", "setattr", "delattr", "hasattr"}
+DYNAMIC_NAMES = {"importlib", "functional_call", "__builtins__", "__import__", "builtins"}
+DUNDERS = {
+    "__dict__", "__closure__", "__wrapped__", "__code__", "__globals__", "__builtins__", "__getattribute__",
+    "__import__", "__subclasses__", "__mro__", "__bases__", "__base__", "__func__", "__defaults__",
+    "__kwdefaults__", "__loader__", "__spec__", "__self__", "__setattr__", "__delattr__",
+}  # fmt: skip
+NAMESPACE_ROOTS = ("torch", "numpy")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One use of something banned: its kind, what it is (as written, or the banned name hit at run
+    time) and the line of the submission it is on (0 when unknown)."""
+
+    kind: Kind
+    what: str
+    line: int
+
+
+def read_source(data: bytes) -> str:
+    """`data` decoded exactly as the interpreter decodes a source file: BOM, then a coding cookie
+    on one of the first two lines, else UTF-8. Raises `SyntaxError` where Python would."""
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    try:
+        codecs.lookup(encoding)
+        return data.decode("utf-8-sig" if encoding == "utf-8-sig" else encoding)
+    except (LookupError, UnicodeDecodeError) as exc:
+        raise SyntaxError(f"cannot decode the file as {encoding}: {exc}") from None
+
+
+def last_names(banned: Sequence[str]) -> list[str]:
+    """The last component of each banned dotted name (a glob pattern where it holds `*`)."""
+    return [name.rsplit(".", 1)[-1] for name in banned]
+
+
+def _matches(identifier: str, patterns: list[str]) -> bool:
+    return any(fnmatch.fnmatchcase(identifier, p) for p in patterns)
+
+
+def _main_block_nodes(tree: ast.Module) -> set[int]:
+    """ids of the nodes under `if __name__ == "__main__":` (students may compare with torch there)."""
+    out: set[int] = set()
+    for stmt in tree.body:
+        test = ast.unparse(stmt.test) if isinstance(stmt, ast.If) else ""
+        if "__name__" in test and "__main__" in test:
+            out |= {id(n) for n in ast.walk(stmt)}
+    return out
+
+
+class _Scan:
+    def __init__(self, tree: ast.Module, patterns: list[str]) -> None:
+        self.patterns = patterns
+        self.skip = _main_block_nodes(tree)
+        nodes = list(ast.walk(tree))
+        defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+        self.defined = {n.name for n in nodes if isinstance(n, defs)} | {
+            n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+        }
+        self.docstrings = {
+            id(n.value) for n in nodes if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)
+        }
+        self.torch_names = self._torch_names(tree)
+        self.found: list[Finding] = []
+
+    @staticmethod
+    def _torch_names(tree: ast.Module) -> set[str]:
+        """Names bound to a torch or numpy namespace: imports, and assignments from such names."""
+        names: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.split(".")[0] in NAMESPACE_ROOTS:
+                        names.add((alias.asname or alias.name).split(".")[0])
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in NAMESPACE_ROOTS:
+                names |= {alias.asname or alias.name for alias in node.names}
+        for _ in range(3):  # aliases of aliases
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Assign) and _root(node.value) in names:
+                    names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        return names
+
+    def is_namespace(self, node: ast.AST) -> bool:
+        return _root(node) in self.torch_names or _root(node) in NAMESPACE_ROOTS
+
+    def add(self, kind: Kind, what: str, node: ast.AST) -> None:
+        self.found.append(Finding(kind, what, getattr(node, "lineno", 0)))
+
+    def visit(self, node: ast.AST) -> None:
+        if id(node) in self.skip:
+            return
+        if isinstance(node, ast.Attribute):
+            self.attribute(node)
+        elif isinstance(node, ast.ImportFrom):
+            for a in node.names:
+                if _matches(a.name, self.patterns):
+                    self.add("banned", f"from {node.module} import {a.name}", node)
+                elif a.name in DYNAMIC_NAMES:
+                    self.add("dynamic", f"from {node.module} import {a.name}", node)
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] in DYNAMIC_NAMES:
+                    self.add("dynamic", f"import {a.name}", node)
+        elif isinstance(node, ast.Name):
+            if _matches(node.id, self.patterns) and node.id not in self.defined:
+                self.add("banned", node.id, node)
+            elif node.id in DYNAMIC_NAMES or (node.id in DYNAMIC_CALLS and node.id not in self.defined):
+                self.add("dynamic", node.id, node)
+        elif isinstance(node, ast.Call):
+            self.call(node)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if id(node) in self.docstrings:
+                return
+            parts = node.value.split(".")
+            if all(p.isidentifier() for p in parts) and _matches(parts[-1], self.patterns):
+                self.add("banned", repr(node.value), node)
+            elif node.value in DUNDERS or node.value in DYNAMIC_NAMES:
+                self.add("dynamic", repr(node.value), node)
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Attribute) and self.is_namespace(target.value):
+                    self.add("dynamic", f"{ast.unparse(target)} = …", target)
+
+    def attribute(self, node: ast.Attribute) -> None:
+        own = isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")
+        if _matches(node.attr, self.patterns) and not own:
+            self.add("banned", ast.unparse(node), node)
+        elif node.attr in DUNDERS:
+            self.add("dynamic", ast.unparse(node), node)
+        elif node.attr in DYNAMIC_NAMES or node.attr in ("functional_call", "import_module"):
+            self.add("dynamic", ast.unparse(node), node)
+        elif node.attr == "modules" and _last(node.value) == "sys":
+            self.add("dynamic", ast.unparse(node), node)
+
+    def call(self, node: ast.Call) -> None:
+        name = node.func.id if isinstance(node.func, ast.Name) else None
+        if name in ATTRIBUTE_CALLS and name not in self.defined and len(node.args) >= 2:
+            target, attr = node.args[0], node.args[1]
+            own = isinstance(target, ast.Name) and target.id in ("self", "cls")
+            if not (isinstance(attr, ast.Constant) and isinstance(attr.value, str)) and not own:
+                self.add("dynamic", ast.unparse(node)[:80], node)
+            elif name != "getattr" and name != "hasattr" and self.is_namespace(target):
+                self.add("dynamic", ast.unparse(node)[:80], node)
+
+
+def _root(node: ast.AST) -> str | None:
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
+        node = node.value if not isinstance(node, ast.Call) else node.func
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _last(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def static_findings(data: bytes, banned: Sequence[str]) -> list[Finding]:
+    """Every static use of a banned name, and every dynamic access, in the source `data`, in line order."""
+    if not banned:
+        return []
+    try:
+        tree = ast.parse(read_source(data))
+    except (SyntaxError, ValueError):
+        return []
+    scan = _Scan(tree, last_names(banned))
+    for node in ast.walk(tree):
+        scan.visit(node)
+    order = {"banned": 0, "dynamic": 1, "tripwire": 2}
+    return sorted(set(scan.found), key=lambda f: (f.line, order[f.kind], f.what))
+
+
+def source_text(data: bytes) -> str:
+    """`read_source`, or (for a file Python would refuse) the bytes as UTF-8 with replacements."""
+    try:
+        return read_source(data)
+    except SyntaxError:
+        return data.decode("utf-8", "replace")
+
+
+def tripwire_findings(student) -> list[Finding]:
+    """What the tripwire in `student`'s worker saw: each banned function or class used while the
+    submission's code ran (and any wrapper found undone: a submission that tampered with it)."""
+    hits = student._tripwire()
+    return [Finding("tripwire", str(what), int(line)) for what, line in hits]
+
+
+class BuiltByHand:
+    """The rule for one submission of one exercise, as a check uses it (the `built_by_hand` fixture).
+
+    `static()` reads the file (as bytes, never run here); `tripwire()` asks the worker, so call it
+    after the submission's code has run; `findings()` is both, static first."""
+
+    def __init__(self, student, path, banned: Sequence[str]) -> None:
+        self.student, self.path, self.banned = student, path, list(banned)
+
+    def static(self) -> list[Finding]:
+        return static_findings(read_submission_file(self.path), self.banned)
+
+    def tripwire(self) -> list[Finding]:
+        return tripwire_findings(self.student) if self.banned else []
+
+    def findings(self) -> list[Finding]:
+        return self.static() + self.tripwire()

@@ -1,0 +1,22 @@
+"""Hostile submission: creates a new user namespace (a fresh set of capabilities) with unshare."""
+
+import torch
+
+ctypes = torch.sys.modules["ctypes"]
+os = torch.os
+libc = ctypes.CDLL(None, use_errno=True)
+
+if libc.unshare(0x10000000) == 0:
+    print("LEAKED: unshare(CLONE_NEWUSER) went through")
+
+
+def scaled_dot_product_attention(q, k, v):
+    return torch.zeros(1), torch.zeros(1)
+
+
+class SimpleSelfAttention(torch.nn.Module):
+    def __init__(self, embed_dim):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.zeros(1), torch.zeros(1)

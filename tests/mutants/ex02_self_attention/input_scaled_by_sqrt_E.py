@@ -1,0 +1,31 @@
+"""Exercise 2: scaled dot-product attention and a self-attention layer."""
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def scaled_dot_product_attention(q, k, v):
+    d_k = q.shape[-1]
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., L, S)
+    weights = torch.softmax(scores, dim=-1)  # (..., L, S)
+    context = weights @ v  # (..., L, d_v)
+    return context, weights
+
+
+class SimpleSelfAttention(nn.Module):
+    def __init__(self, embed_dim):
+        super().__init__()
+        self.embed_dim = embed_dim
+        self.query = nn.Linear(embed_dim, embed_dim)
+        self.key = nn.Linear(embed_dim, embed_dim)
+        self.value = nn.Linear(embed_dim, embed_dim)
+
+    def forward(self, x):
+        x = x * math.sqrt(self.embed_dim)  # scale the embeddings like in the Transformer
+        q = self.query(x)
+        k = self.key(x)
+        v = self.value(x)
+        return scaled_dot_product_attention(q, k, v)

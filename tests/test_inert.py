@@ -1,0 +1,338 @@
+"""Names and strings are data, everywhere: property-based tests over every output format.
+
+Hypothesis generates submission names (any bytes a file system allows), messages, tracebacks,
+printed output and matrices (NaN and ±inf included); each report goes through the trusted side's
+ingestion (`bounds.bound_report`, as `runner` builds it) and is rendered in every format, which
+must parse, round-trip and carry no active content (tests/hostile/inert_check.py). Then real
+batches over folders with hostile names: always exactly one gradebook row and one result each.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import html5lib
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from markdown_it import MarkdownIt
+
+sys.path.insert(0, str(Path(__file__).parent / "hostile"))
+import inert_check  # noqa: E402
+
+from graders.harness import inert  # noqa: E402
+from graders.harness.bounds import bound_report, report_bound  # noqa: E402
+from graders.harness.lms import gradebook  # noqa: E402
+from graders.harness.lms.progress import Progress  # noqa: E402
+from graders.harness.lms.result import SubmissionResult  # noqa: E402
+from graders.harness.models import CheckResult, ExerciseResult, Heatmap, Report  # noqa: E402
+from graders.harness.project import default_project  # noqa: E402
+
+PROJECT = default_project()
+EX = "ex02_self_attention"
+MANIFEST = PROJECT.load_manifest(EX)
+
+# text a student controls: anything, with the nasty parts made likely
+NASTY = st.sampled_from(
+    [
+        "\x1b[2J",
+        "\x1b]52;c;Zm9v\x07",
+        "\x1b]0;title\x07",
+        "\r",
+        "\x00",
+        "\x7f",
+        "\x9b",
+        "\u202e",
+        "\u2028",
+        "\ud800",
+        "\udcfc",
+        "\ufffe",
+        "<img src=x onerror=alert(1)>",
+        "<script>",
+        "</pre>",
+        "&amp;",
+        "\n# Total",
+        "\n===",
+        "[x](javascript:alert(1))",
+        "```",
+        "~~~",
+        "|",
+        "\\",
+        "*",
+        "_",
+        "=cmd|' /C calc'!A0",
+        "\t",
+        "\n",
+        "javascript:",
+        "\u0000\u0001",
+        "<!--",
+        "]]>",
+        "\n    code",
+        "> quote",
+        "1. ",
+        "- ",
+        "<https://x>",
+    ]
+)
+TEXT = st.lists(st.one_of(st.text(max_size=20), NASTY), max_size=12).map("".join)
+CELL = st.one_of(st.floats(allow_nan=True, allow_infinity=True, width=64), st.just(float("nan")))
+MATRIX = st.integers(1, 4).flatmap(
+    lambda n: st.lists(st.lists(CELL, min_size=n, max_size=n), min_size=1, max_size=4)
+)
+NAME_BYTES = st.binary(min_size=1, max_size=240).filter(
+    lambda b: b"/" not in b and b"\0" not in b and not b.startswith(b".")
+)
+PROPERTY = settings(
+    max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
+
+
+@st.composite
+def reports(draw) -> Report:
+    checks = []
+    for spec in MANIFEST.checks[:4]:
+        status = draw(st.sampled_from(["passed", "failed", "error", "timeout", "not_implemented"]))
+        diagnosis = draw(st.one_of(st.none(), TEXT))
+        checks.append(
+            CheckResult(
+                id=spec.id,
+                title=spec.title("en"),
+                status=status,
+                score=spec.points if status == "passed" else 0.0,
+                max_score=spec.points,
+                message=draw(TEXT),
+                diagnosis="x" if diagnosis else None,
+                diagnosis_message=diagnosis,
+                student_traceback=draw(TEXT),
+                heatmaps=[Heatmap(label="w", got=m, expected=m) for m in draw(st.lists(MATRIX, max_size=2))],
+            )
+        )
+    exercise = ExerciseResult(
+        id=EX,
+        title=MANIFEST.title("en"),
+        score=sum(c.score for c in checks),
+        max_score=sum(c.max_score for c in checks),
+        checks=checks,
+        output=draw(TEXT),
+        output_dropped=draw(st.integers(0, 10**6)),
+    )
+    name = os.fsdecode(draw(NAME_BYTES))
+    report = Report(
+        submission=f"/srv/{name}",
+        score=exercise.score,
+        max_score=exercise.max_score,
+        seed=1,
+        lang=draw(st.sampled_from(["en", "zh"])),
+        exercises=[exercise],
+    )
+    return bound_report(report)  # what runner.build_report returns
+
+
+@PROPERTY
+@given(reports())
+def test_every_format_parses_round_trips_and_carries_nothing_active(report):
+    assert inert_check.problems(report) == []
+    assert len(report.model_dump_json(indent=2).encode()) <= report_bound(1, len(report.exercises[0].checks))
+
+
+@PROPERTY
+@given(reports())
+def test_a_stored_result_always_reloads(report):
+    result = SubmissionResult.from_report(report)
+    again = SubmissionResult.model_validate_json(result.model_dump_json(indent=1))
+    assert again.model_dump_json() == result.model_dump_json()
+    line = json.dumps({"result": json.loads(result.model_dump_json())})  # how a job sends it
+    assert SubmissionResult.model_validate(json.loads(line)["result"]).student == result.student
+
+
+@PROPERTY
+@given(TEXT)
+def test_markdown_text_renders_as_one_paragraph_of_the_same_text(text):
+    html = MarkdownIt("commonmark").render(inert.markdown(text))
+    tree = html5lib.parse(html, namespaceHTMLElements=False)
+    body = tree.find("body")
+    tags = {el.tag for el in body.iter()} - {"body"}
+    assert tags <= {"p", "br"}, html
+    shown = re.sub(r"\s+", " ", "".join(body.itertext())).strip()
+    assert shown == re.sub(r"\s+", " ", inert.clean(text)).strip()
+
+
+@PROPERTY
+@given(TEXT)
+def test_a_code_block_holds_the_text_verbatim(text):
+    html = MarkdownIt("commonmark").render(inert.markdown_code(text))
+    tree = html5lib.parse(html, namespaceHTMLElements=False)
+    assert [el.tag for el in tree.find("body")] == ["pre"]
+    assert "".join(tree.find("body").itertext()).rstrip("\n") == inert.clean(text).rstrip("\n")
+
+
+@PROPERTY
+@given(st.lists(NAME_BYTES, min_size=1, max_size=8, unique=True))
+def test_student_keys_are_one_to_one_printable_and_fit_a_file_name(names):
+    keys = [inert.student_key(os.fsdecode(n)) for n in names]
+    assert len(set(keys)) == len(keys)
+    for key in keys:
+        assert key == inert.single_line(key) and not re.search(r"[\x00-\x1f\x7f-\x9f]", key)
+        assert len(f".{key}.json.tmp-4194304".encode()) <= 255 and "/" not in key
+
+
+@PROPERTY
+@given(st.lists(st.tuples(NAME_BYTES, TEXT), min_size=1, max_size=6, unique_by=lambda t: t[0]))
+def test_gradebook_has_one_row_per_student_whatever_the_names(entries):
+    results = [
+        SubmissionResult(
+            student=inert.student_key(os.fsdecode(name)),
+            source=os.fsdecode(name),
+            status="refused",
+            problem="zip_bad",
+            reason=reason,
+            seed=1,
+            lang="en",
+            score=0.0,
+            max_score=28.0,
+        )
+        for name, reason in entries
+    ]
+    text = gradebook.render(results, [MANIFEST])
+    rows = list(csv.DictReader(io.StringIO(text, newline="")))
+    assert sorted(r["student"] for r in rows) == sorted(gradebook.safe_cell(r.student) for r in results)
+    for line in text.split("\r\n")[:-1]:  # no bare CR or LF outside a quoted field: one line per row
+        assert "\r" not in line
+    for row in rows:
+        assert not row["student"].startswith(gradebook.FORMULA_START) and not row["reason"].startswith(
+            ("=", "+", "@")
+        )
+
+
+@PROPERTY
+@given(st.lists(NAME_BYTES, min_size=1, max_size=5, unique=True), st.booleans())
+def test_progress_lines_are_one_line_each_with_nothing_active(names, bar):
+    stream = io.StringIO()
+    progress = Progress(len(names), 0, stream, bar=bar)
+    for name in names:
+        result = SubmissionResult(
+            student=inert.student_key(os.fsdecode(name)),
+            source="x",
+            status="refused",
+            problem="\x1b[2J" + os.fsdecode(name),
+            seed=1,
+            lang="en",
+            score=0.0,
+            max_score=1.0,
+        )
+        progress.advance(result)
+    out = stream.getvalue()
+    own = re.compile(r"\r|\x1b\[K") if bar else re.compile("$^")
+    assert not re.search(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e]", own.sub("", out))
+    if not bar:
+        assert out.count("\n") == len(names)
+
+
+# ---------------------------------------------------------------- real batches with hostile names
+
+REFERENCE = PROJECT.reference_path(EX).read_bytes()
+STUB = PROJECT.template_path(EX).read_bytes()
+FIXED_NAMES = [
+    b"m\xfcller",
+    b"x" * 240,
+    b'a\rb=HYPERLINK("evil")',
+    b"\x1b[2J\x1b]0;owned\x07evil",
+    b"<img src=x onerror=alert(1)>",
+    b"=1+2",
+    b"new\nline",
+    b"tab\tname",
+    "\u202eevil".encode(),
+    ("\u00e9" * 110).encode(),
+    b"back\\slash",
+    b"m\\xfcller",
+]
+
+
+def run_batch(root: Path, names: list[bytes]) -> tuple[subprocess.CompletedProcess, Path]:
+    subs, out = root / "subs", root / "out"
+    os.makedirs(subs)
+    for i, name in enumerate(names):
+        path = os.path.join(os.fsencode(subs), name)
+        if i % 4 == 3:  # some come as zips
+            with open(path + b".zip", "wb") as raw, zipfile.ZipFile(raw, "w") as zf:
+                zf.writestr(f"hw/{EX}.py", REFERENCE)
+            continue
+        os.mkdir(path)
+        with open(os.path.join(path, f"{EX}.py".encode()), "wb") as fh:
+            fh.write(REFERENCE if i % 2 == 0 else STUB)
+    cmd = [
+        sys.executable,
+        str(PROJECT.root / "grade.py"),
+        "batch",
+        str(subs),
+        "--out",
+        str(out),
+        "--exercise",
+        EX,
+        "--seed",
+        "5",
+        "--call-seconds",
+        "1",
+        "--jobs",
+        "1",
+        "--format",
+        "junit",
+        "--lang",
+        "en",
+    ]
+    proc = subprocess.run(cmd, capture_output=True, timeout=600)
+    return proc, out
+
+
+def check_batch(proc: subprocess.CompletedProcess, out: Path, count: int) -> None:
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-2000:]
+    results = sorted((out / "results").glob("*.json"))
+    assert len(results) == count
+    for path in results:
+        SubmissionResult.model_validate_json(path.read_bytes())
+    with open(out / "gradebook.csv", newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == count and len({r["student"] for r in rows}) == count
+    assert json.loads((out / "analytics.json").read_text(encoding="utf-8"))["submissions"] == count
+    assert (
+        inert_check.html_problems(
+            (out / "class_report.html").read_text(encoding="utf-8"),
+            inert_check.HTML_TAGS | {"h2", "table", "th", "b", "div"},
+            "class report",
+        )
+        == []
+    )
+    for path in (out / "junit").glob("*.xml"):
+        import xml.etree.ElementTree as ET
+
+        ET.fromstring(path.read_bytes())
+    stderr = proc.stderr.decode("utf-8")  # valid UTF-8, and nothing active on the progress lines
+    assert not re.search(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e]", stderr)
+
+
+@pytest.mark.slow
+def test_a_batch_of_hostile_names_gives_one_row_and_one_result_each(tmp_path):
+    proc, out = run_batch(tmp_path, FIXED_NAMES)
+    check_batch(proc, out, len(FIXED_NAMES))
+
+
+@pytest.mark.slow
+@settings(
+    max_examples=1, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)  # noqa: E501
+@given(st.lists(NAME_BYTES, min_size=2, max_size=5, unique=True))
+def test_a_batch_of_generated_names_gives_one_row_and_one_result_each(tmp_path_factory, names):
+    root = tmp_path_factory.mktemp("names")
+    lowered = {n.lower().removesuffix(b".zip") for n in names}
+    if len(lowered) != len(names):  # a folder "a" and a zip "a.zip" are two students already tested
+        return
+    proc, out = run_batch(root, names)
+    check_batch(proc, out, len(names))

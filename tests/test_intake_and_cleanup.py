@@ -1,0 +1,176 @@
+"""Intake reads a zip's end records before parsing it; after any batch (interrupted, killed; a clean
+one with a job stopped by the watchdog is in test_batch.py) and after Ctrl-C in single mode, nothing
+is left in the temporary folder or the process table. Real batches and a real `python grade.py`,
+each with its own TMPDIR to look into afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import struct
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from graders.harness.i18n import say
+from graders.harness.lms.intake import EOCD, EOCD64, EOCD64_LOCATOR, Refusal, ZipCaps, unpack_zip
+from graders.harness.project import default_project
+
+PROJECT = default_project()
+EX = "ex02_self_attention"
+FILE = f"{EX}.py"
+REFERENCE = PROJECT.reference_path(EX).read_text(encoding="utf-8")
+HANG = REFERENCE + "\n\ndef scaled_dot_product_attention(q, k, v):\n    while True:\n        pass\n"
+
+
+# ---------------------------------------------------------------- zip: the end records first
+
+
+def zip64_claiming(entries: int, directory_bytes: int) -> bytes:
+    """End records (ZIP64) declaring `entries` entries, with no central directory behind them."""
+    record = EOCD64.pack(0x06064B50, 44, 45, 45, 0, 0, entries, entries, directory_bytes, 0)
+    locator = EOCD64_LOCATOR.pack(0x07064B50, 0, 0, 1)
+    end = EOCD.pack(0x06054B50, 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0)
+    return record + locator + end
+
+
+def test_a_zip_declaring_a_million_entries_is_refused_from_its_end_record(tmp_path):
+    archive = tmp_path / "bomb.zip"
+    archive.write_bytes(zip64_claiming(1_400_000, 64 << 20))
+    with pytest.raises(Refusal) as refusal:
+        unpack_zip(archive, tmp_path / "out")
+    assert refusal.value.problem == "zip_too_many"  # before: "zip_bad", once ZipFile had tried to parse it
+    assert "1400000" in refusal.value.text.en
+
+
+def test_a_central_directory_over_its_cap_is_refused_before_parsing(tmp_path):
+    archive = tmp_path / "wide.zip"
+    archive.write_bytes(zip64_claiming(10, 50 << 20))
+    with pytest.raises(Refusal) as refusal:
+        unpack_zip(archive, tmp_path / "out")
+    assert refusal.value.problem == "zip_directory_too_large"
+
+
+def test_a_real_zip_over_the_entry_cap_is_refused_with_its_count(tmp_path):
+    archive = tmp_path / "many.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for i in range(30):
+            zf.writestr(f"f{i}.txt", b"x")
+    with pytest.raises(Refusal) as refusal:
+        unpack_zip(archive, tmp_path / "out", ZipCaps(members=20))
+    assert refusal.value.problem == "zip_too_many" and "30" in refusal.value.text.en
+
+
+def test_a_file_without_end_record_is_a_bad_zip(tmp_path):
+    archive = tmp_path / "junk.zip"
+    archive.write_bytes(b"PK\x03\x04" + os.urandom(200))
+    with pytest.raises(Refusal) as refusal:
+        unpack_zip(archive, tmp_path / "out")
+    assert refusal.value.problem == "zip_bad"
+
+
+def test_a_normal_zip_still_unpacks(tmp_path):
+    archive = tmp_path / "ok.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr(f"hw/{FILE}", REFERENCE)
+    assert (unpack_zip(archive, tmp_path / "out") / "hw" / FILE).read_text() == REFERENCE
+    assert struct.calcsize("<IHHHHIIH") == EOCD.size == 22
+
+
+# ---------------------------------------------------------------- nothing left behind
+
+
+def leftovers(*folders: Path) -> list[str]:
+    """Processes whose working folder lies in one of `folders` (zygotes run there) and files left in them."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cwd = os.readlink(entry / "cwd")
+        except OSError:
+            continue
+        if any(cwd.startswith(str(f)) for f in folders):
+            found.append(f"process {entry.name} in {cwd}")
+    for folder in folders:
+        found += [f"file {p}" for p in folder.rglob("*")] if folder.exists() else []
+    return found
+
+
+def wait_until(predicate, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return predicate()
+
+
+def env_with_tmp(tmp: Path) -> dict[str, str]:
+    tmp.mkdir(exist_ok=True)
+    return {**os.environ, "TMPDIR": str(tmp), "LANG": "en_US.UTF-8", "LC_ALL": ""}
+
+
+def make_class(root: Path) -> Path:
+    subs = root / "subs"
+    subs.mkdir()
+    for name, source in (("ada", REFERENCE), ("hang", HANG)):
+        (subs / name).mkdir()
+        (subs / name / FILE).write_text(source, encoding="utf-8")
+    with zipfile.ZipFile(subs / "zed.zip", "w") as zf:
+        zf.writestr(f"hw/{FILE}", REFERENCE)
+    return subs
+
+
+def batch(subs: Path, out: Path, *extra: str) -> list[str]:
+    return [sys.executable, str(PROJECT.root / "grade.py"), "batch", str(subs), "--out", str(out),
+            "--exercise", EX, "--seed", "3", "--call-seconds", "1", *extra]  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
+def test_an_interrupted_or_killed_batch_leaves_nothing_behind(tmp_path, sig):
+    subs, out, tmp = make_class(tmp_path), tmp_path / "out", tmp_path / "tmp"
+    proc = subprocess.Popen(
+        batch(subs, out, "--jobs", "2"), env=env_with_tmp(tmp),
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert wait_until(lambda: leftovers(tmp, out / ".work") != [], timeout=120), "the jobs never started"
+    time.sleep(1.0)
+    proc.send_signal(sig)
+    proc.communicate(timeout=60)
+    # a killed batch cannot clean up after itself: its jobs (PR_SET_PDEATHSIG) and zygotes do
+    work = [tmp] if sig == signal.SIGKILL else [tmp, out / ".work"]
+    assert wait_until(lambda: not leftovers(*work), timeout=15), leftovers(*work)
+
+
+def single(path: Path, *extra: str) -> list[str]:
+    grade_py = str(PROJECT.root / "grade.py")
+    return [sys.executable, grade_py, str(path), "--exercise", EX, "--seed", "1", *extra]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_ctrl_c_in_single_mode_stops_at_once_writes_nothing_and_leaves_nothing(tmp_path, lang):
+    sub, tmp = tmp_path / "work", tmp_path / "tmp"
+    sub.mkdir()
+    (sub / FILE).write_text(HANG, encoding="utf-8")
+    env = {**env_with_tmp(tmp), "LANG": "zh_CN.UTF-8" if lang == "zh" else "en_US.UTF-8"}
+    proc = subprocess.Popen(single(sub), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert wait_until(lambda: leftovers(tmp) != [], timeout=60), "grading never started"
+    time.sleep(2.0)  # inside a check now: the endless loop is running
+    start = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    # at once: well before the endless loop's first call deadline (10 s) would have ended it
+    assert time.monotonic() - start < 9, "Ctrl-C must stop grading at once"
+    assert proc.returncode == 130
+    assert out == ""
+    assert err.strip().splitlines() == [say("interrupted")(lang)]
+    assert not (tmp_path / "work_report.html").exists()
+    assert wait_until(lambda: not leftovers(tmp)), leftovers(tmp)
