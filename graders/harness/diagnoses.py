@@ -61,6 +61,30 @@ COMMON_DIAGNOSES: dict[str, DiagnosisSpec] = {
             en="A torch function was given a Python number instead of a tensor: for plain numbers use math.sqrt and friends (or torch.tensor(...) first).",
         )
     ),
+    "forward_missing": DiagnosisSpec(
+        message=Text(
+            zh="这个 nn.Module 没有 forward 方法（可能拼错了名字）：调用层时运行的是 forward(self, x)。",
+            en="This nn.Module has no forward method (its name misspelt?): calling the layer runs forward(self, x).",
+        )
+    ),
+    "signature_mismatch": DiagnosisSpec(
+        message=Text(
+            zh="评分程序按题目给出的参数调用它，而你的定义要求的参数不同：保持模板中的函数签名。",
+            en="The grader calls it with the arguments the statement gives, and your definition asks for others: keep the template's signature.",
+        )
+    ),
+    "caret_is_xor": DiagnosisSpec(
+        message=Text(
+            zh="在 Python 中 ^ 是按位异或，不是乘方：乘方写 **（或 torch.pow）。",
+            en="In Python ^ is bitwise XOR, not a power: write ** (or torch.pow).",
+        )
+    ),
+    "unstable_softmax": DiagnosisSpec(
+        message=Text(
+            zh="分数一大，你的 softmax 就得出 inf/NaN：exp 溢出了。先减去每一行的最大值再做 exp（或直接用 torch.softmax）。",
+            en="On large scores your softmax gives inf/NaN: exp overflows. Subtract each row's maximum before the exp (or use torch.softmax).",
+        )
+    ),
     "tensor_from_tensors": DiagnosisSpec(
         message=Text(
             zh="torch.tensor(...) 不能把一串张量合成一个张量：用 torch.stack（新的一维）或 torch.cat（接在已有的一维上）。",
@@ -139,6 +163,9 @@ COMMON_ERRORS: dict[str, str] = {
     r"expected scalar type (Long|Int)|(Float|Double) did not match (Long|Int)|(Long|Int) did not match (Float|Double)|"
     r"same dtype, but got: (float|double) != long|same dtype, but got: long int != (float|double)",
     "number_not_tensor": r"must be Tensor, not (int|float)",
+    "forward_missing": r"missing the required \"forward\" function",
+    "signature_mismatch": r"^TypeError: .*(missing \d+ required positional argument|takes \d+ positional arguments? but \d+ (was|were) given|got an unexpected keyword argument)",
+    "caret_is_xor": r"unsupported operand type\(s\) for \^",
     "tensor_from_tensors": r"only one element tensors can be converted to Python scalars",
     "negative_step": r"negative stride|step must be greater than zero",
     "index_out_of_range": r"index -?\d+ is out of bounds|index out of range",

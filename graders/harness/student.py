@@ -234,7 +234,7 @@ class StudentSession:
             return SubmissionFileError(say("syntax_error", file=file, message=err.get("message", "")))
         if err.get("import_refused"):
             return SubmissionFileError(say("import_refused", message=err.get("message", "")))
-        if err.get("not_implemented"):
+        if placeholder(err):
             return StudentNotImplemented(say("not_implemented", name=file))
         if is_memory_error(err):
             return self._out_of_memory(f"{err.get('type')}: {err.get('message')}")
@@ -362,7 +362,7 @@ class StudentSession:
         return value
 
     def _call_fault(self, err: dict, label: str, call: str = "") -> StudentFault:
-        if err.get("not_implemented"):
+        if placeholder(err):
             return StudentNotImplemented(say("not_implemented", name=label))
         if is_memory_error(err):
             return self._out_of_memory(f"{err.get('type')}: {err.get('message')}")
@@ -370,6 +370,15 @@ class StudentSession:
             str(err.get("type", "?")), str(err.get("message", "")), str(err.get("traceback", "")),
             where=self.where(err.get("frames")), call=call,
         )  # fmt: skip
+
+
+TORCH_NOT_IMPLEMENTED = re.compile(r"not implemented for '|missing the required \"forward\" function")
+
+
+def placeholder(err: dict) -> bool:
+    """Is this error a part left unwritten (the stub's NotImplementedError)? torch raises the same
+    type for a kernel missing for a dtype, or an nn.Module without forward: those are mistakes."""
+    return bool(err.get("not_implemented")) and not TORCH_NOT_IMPLEMENTED.search(str(err.get("message", "")))
 
 
 def is_memory_error(err: dict) -> bool:
