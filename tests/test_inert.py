@@ -90,9 +90,7 @@ MATRIX = st.integers(1, 4).flatmap(
 NAME_BYTES = st.binary(min_size=1, max_size=240).filter(
     lambda b: b"/" not in b and b"\0" not in b and not b.startswith(b".")
 )
-PROPERTY = settings(
-    max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
-)
+PROPERTY = settings(deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @st.composite

@@ -138,6 +138,23 @@ def test_html_shows_the_heatmap_of_exercise_2_weights(mixed_report):
     assert heatmap.got != heatmap.expected
 
 
+@pytest.mark.parametrize(
+    "row",
+    [
+        [1.7976931348623157e308, -9.9792015476736e291],  # the span overflows to inf
+        [-1.7976931348623157e308, 1.7976931348623157e308],
+        [float("nan"), float("inf"), -float("inf"), 0.5],
+        [5e-324, 0.0],  # a span that halves to nothing
+    ],
+)
+def test_heatmap_colours_any_float_matrix(row):
+    from graders.harness.reports import _cell_color
+
+    low, high = min(row), max(row)
+    for value in row:
+        assert re.fullmatch(r"rgb\((\d{1,3}),(\d{1,3}),(\d{1,3})\)", _cell_color(value, low, high))
+
+
 # ---------------------------------------------------------------- JSON and its schema
 
 

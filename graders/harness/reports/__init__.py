@@ -43,8 +43,10 @@ def _cell_color(value: float, low: float, high: float) -> str:
     if not math.isfinite(value):
         return "rgb(200,200,200)"
     low, high = (low, high) if math.isfinite(low) and math.isfinite(high) else (0.0, 1.0)
-    t = 0.0 if high <= low else (value - low) / (high - low)
-    t = min(max(t, 0.0), 1.0)
+    # Halved so that a span near ±1.8e308 does not overflow to inf (inf / inf would be NaN).
+    span = high / 2 - low / 2
+    t = 0.0 if span <= 0 else (value / 2 - low / 2) / span
+    t = min(max(t, 0.0), 1.0) if math.isfinite(t) else 0.0
     r, g, b = int(255 - 200 * t), int(255 - 120 * t), int(255 - 40 * t)
     return f"rgb({r},{g},{b})"
 
