@@ -3,7 +3,18 @@
 
 import sys
 
-from graders.harness.cli import main
+from graders.harness.sandbox.launch import prestart  # standard library only: torch is not loaded yet
 
 if __name__ == "__main__":
+    argv = sys.argv[1:]
+    if (
+        not argv
+        or argv[0] not in ("schema", "validate", "new", "build", "batch")
+        and "-h" not in argv
+        and "--help" not in argv
+    ):
+        prestart()  # the zygote imports torch while this process imports torch and pytest
+
+    from graders.harness.cli import main
+
     sys.exit(main())
