@@ -15,6 +15,13 @@ if __name__ == "__main__":
     ):
         prestart()  # the zygote imports torch while this process imports torch and pytest
 
-    from graders.harness.cli import main
+    try:
+        from graders.harness.cli import main
 
-    sys.exit(main())
+        status = main()
+    except KeyboardInterrupt:  # Ctrl-C while starting, before grading installed its own handler
+        from graders.harness.i18n import lang_of, say
+
+        print(say("interrupted")(lang_of(argv)), file=sys.stderr)
+        status = 130
+    sys.exit(status)

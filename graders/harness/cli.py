@@ -2,7 +2,7 @@
 
     python grade.py [PATH] [--format text|html|md|json|gradescope|prairielearn|junit] [--out FILE]
                     [--lang zh|en] [--seed N]
-                    [--exercise ID ...] [--fail-under SCORE]
+                    [--exercise ID ...] [--fail-under SCORE] [--watch]
     python grade.py schema            the JSON Schema of the JSON report
 
 Exit status: 0 when grading ran (whatever the score), 1 below --fail-under, 2 for bad usage or a
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import shutil
 import signal
 import sys
@@ -22,7 +21,8 @@ from pathlib import Path
 
 from .batch import cmd_batch
 from .distribution import cmd_build
-from .i18n import Lang, say
+from .i18n import Lang, default_lang, say
+from .lms.intake import REPORT_SUFFIX
 from .project import ManifestError, Project, default_project
 from .scaffold import cmd_new
 from .validate import cmd_validate
@@ -32,15 +32,6 @@ EXIT_OK, EXIT_BELOW, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 class UsageError(Exception):
     """Bad input from the command line: printed as one line, exit status 2."""
-
-
-def default_lang(env: dict[str, str] | None = None) -> Lang:
-    env = os.environ if env is None else env
-    for var in ("LC_ALL", "LC_MESSAGES", "LANG", "LANGUAGE"):
-        value = env.get(var, "")
-        if value:
-            return "zh" if value.lower().startswith("zh") else "en"
-    return "en"
 
 
 def add_grading_options(parser: argparse.ArgumentParser) -> None:
@@ -77,6 +68,11 @@ def grade_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--fail-under", type=float, default=None, metavar="SCORE", help="exit 1 when the total is below SCORE"
     )
+    parser.add_argument(
+        "--watch",
+        action="store_true",
+        help="keep running: regrade each exercise when its file is saved (needs watchfiles)",
+    )
     add_grading_options(parser)
     return parser
 
@@ -108,7 +104,12 @@ def cmd_grade(argv: list[str], project: Project) -> int:
 
     args = grade_parser().parse_args(argv)
     lang = args.lang or default_lang()
+    one_thread()
+    if args.watch and (args.out is not None or args.format != "text" or args.fail_under is not None):
+        raise UsageError(say("watch_format")(lang))
     folder = prepare_submission(project, args.path, lambda msg: print(msg, file=sys.stderr))
+    if args.watch:
+        return cmd_watch(args, project, folder, lang)
     progress = CheckProgress(sys.stderr.fileno()) if sys.stderr.isatty() else None
     try:
         with interruptible():
@@ -134,11 +135,65 @@ def cmd_grade(argv: list[str], project: Project) -> int:
     else:
         sys.stdout.write(render(report, args.format, color=args.format == "text" and sys.stdout.isatty()))
         if args.format == "text":
-            html = folder.resolve().parent / f"{folder.resolve().name}_report.html"
-            html.write_text(render(report, "html", project=project), encoding="utf-8")
-            print(f"HTML report: {html}", file=sys.stderr)
+            write_html_report(project, folder, report)
     if args.fail_under is not None and report.score < args.fail_under:
         return EXIT_BELOW
+    return EXIT_OK
+
+
+def one_thread() -> None:
+    """The trusted side's tensors are small: torch's thread pool only adds hand-offs, and on a busy
+    machine its OpenMP threads spin waiting for a core (regrades measured 2-8x slower)."""
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def html_report_path(project: Project, folder: Path) -> Path:
+    """Where a text-mode grade also writes its HTML report: the project's `reports/` folder, never
+    beside the submission (a batch over the submission's parent would take it for a student)."""
+    return project.root / "reports" / f"{folder.resolve().name}{REPORT_SUFFIX}"
+
+
+def write_html_report(project: Project, folder: Path, report, notices=None) -> None:
+    from .lms import render
+
+    notices = notices or sys.stderr
+    html = html_report_path(project, folder)
+    try:
+        html.parent.mkdir(exist_ok=True)
+        html.write_text(render(report, "html", project=project), encoding="utf-8")
+    except OSError as exc:  # a read-only course folder: the terminal report stands alone
+        print(f"HTML report not written: {html}: {exc.strerror}", file=notices)
+        return
+    print(f"HTML report: {html}", file=notices)
+
+
+def cmd_watch(args: argparse.Namespace, project: Project, folder: Path, lang: Lang) -> int:
+    from .lms import render
+    from .runner import new_seed
+    from .watch import WatchUnavailable, watch
+
+    color = sys.stdout.isatty()
+
+    def show(shown, whole, terminal) -> None:
+        terminal.write(render(shown, "text", color=color))
+        write_html_report(project, folder, whole, notices=terminal)
+
+    try:
+        watch(
+            project,
+            folder,
+            seed=new_seed() if args.seed is None else args.seed,
+            lang=lang,
+            exercises=args.exercise,
+            run_hidden=project_runs_hidden(project),
+            show=show,
+        )
+    except WatchUnavailable as exc:
+        raise UsageError(str(exc)) from exc
+    except KeyboardInterrupt:  # how a watch ends
+        print(file=sys.stderr)
     return EXIT_OK
 
 

@@ -7,12 +7,34 @@ time; a report picks the language it was asked for.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 Lang = Literal["zh", "en"]
 LANGS: tuple[Lang, ...] = ("zh", "en")
+
+
+def default_lang(env: Mapping[str, str] | None = None) -> Lang:
+    """The language of the locale (LC_ALL, LC_MESSAGES, LANG, LANGUAGE): Chinese for zh*."""
+    env = os.environ if env is None else env
+    for var in ("LC_ALL", "LC_MESSAGES", "LANG", "LANGUAGE"):
+        value = env.get(var, "")
+        if value:
+            return "zh" if value.lower().startswith("zh") else "en"
+    return "en"
+
+
+def lang_of(argv: Sequence[str], env: Mapping[str, str] | None = None) -> Lang:
+    """The language a command line asks for (`--lang zh`, `--lang=en`), else the locale's; for
+    the one message printed before the command line has been parsed."""
+    for i, arg in enumerate(argv):
+        value = argv[i + 1] if arg == "--lang" and i + 1 < len(argv) else arg.removeprefix("--lang=")
+        if arg.startswith("--lang") and value in LANGS:
+            return value
+    return default_lang(env)
 
 
 class Text(BaseModel):
@@ -172,6 +194,18 @@ CATALOG: dict[str, dict[str, str]] = {
     "interrupted": {
         "zh": "已中断（Ctrl-C）：评分已停止，没有写入报告。",
         "en": "Interrupted (Ctrl-C): grading stopped, no report written.",
+    },
+    "watch_waiting": {
+        "zh": "总分 {score}/{max_score} · 正在监视 {folder}：保存文件即重新评分（Ctrl-C 退出）",
+        "en": "Total {score}/{max_score} · Watching {folder}: save a file to regrade (Ctrl-C to stop)",
+    },
+    "watch_needs_watchfiles": {
+        "zh": "--watch 需要 watchfiles 包：pip install watchfiles",
+        "en": "--watch needs the watchfiles package: pip install watchfiles",
+    },
+    "watch_format": {
+        "zh": "--watch 只输出到终端：不能与 --out、--format 或 --fail-under 同用",
+        "en": "--watch reports to the terminal only: it cannot be combined with --out, --format or --fail-under",
     },
     "diagnosis_prefix": {"zh": "诊断：", "en": "Diagnosis:"},
     "see_statement": {"zh": "参见题目中的「{section}」。", "en": "See “{section}” in the statement."},

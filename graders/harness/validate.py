@@ -652,7 +652,7 @@ def parse_seeds(value: str) -> list[int]:
 
 def cmd_validate(argv: list[str], project: Project) -> int:
     """`validate [--exercise ID ...] [--seeds 1,2,3] [--lang zh|en]`: 0 fair, 1 problems, 2 bad usage."""
-    from .cli import default_lang
+    from .i18n import default_lang
 
     parser = argparse.ArgumentParser(
         prog="grade.py validate",
