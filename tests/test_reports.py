@@ -220,6 +220,30 @@ def test_first_run_creates_submission_and_fail_under_exits_1(course, tmp_path):
     )
 
 
+def test_a_stub_missing_from_submission_is_added_with_a_notice(course, tmp_path, capsys):
+    root = tmp_path / "course"
+    shutil.copytree(course, root)
+    (root / "submission").mkdir()  # made before this exercise existed (`grade.py new`, a new lesson)
+    assert main(["--format", "json", "--out", str(tmp_path / "r.json"), "--seed", "2"], Project(root)) == 0
+    err = capsys.readouterr().err
+    assert f"Added {EX2}.py to {root / 'submission'} from student_template/" in err and "已从" in err
+    assert (root / "submission" / f"{EX2}.py").read_bytes() == (
+        root / "student_template" / f"{EX2}.py"
+    ).read_bytes()
+    report = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    assert "not found" not in json.dumps(report)  # graded as the stub it now is
+    assert main(["--format", "json", "--out", str(tmp_path / "r.json"), "--seed", "2"], Project(root)) == 0
+    assert "Added" not in capsys.readouterr().err
+
+
+def test_a_missing_file_names_the_stub_to_copy(course, tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    out = tmp_path / "r.json"
+    assert main([str(empty), "--format", "json", "--out", str(out), "--lang", "en"], Project(course)) == 0
+    assert f"copy student_template/{EX2}.py into your submission folder" in out.read_text(encoding="utf-8")
+
+
 def reference_submission(tmp_path: Path) -> Path:
     submission = tmp_path / "mine"
     submission.mkdir()

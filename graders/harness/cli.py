@@ -88,6 +88,8 @@ def prepare_submission(project: Project, path: str | None, notice: Callable[[str
                 "then run `python grade.py` again.\n"
                 f"已根据 student_template/ 创建 {folder}：请在其中完成练习后再次运行 `python grade.py`。"
             )
+        else:
+            add_missing_stubs(project, folder, notice)
         return folder
     folder = Path(path)
     if not folder.exists():
@@ -95,6 +97,22 @@ def prepare_submission(project: Project, path: str | None, notice: Callable[[str
     if not folder.is_dir():
         raise UsageError(f"{folder}: not a folder (give the folder that holds your exercise files)")
     return folder
+
+
+def add_missing_stubs(project: Project, folder: Path, notice: Callable[[str], None]) -> None:
+    """Copy into `submission/` the stub of each exercise it lacks (one added by `grade.py new`, or a
+    new lesson's): otherwise it would score 0 as "file not found"."""
+    added = []
+    for exercise in project.exercise_ids():
+        stub, mine = project.template_path(exercise), folder / f"{exercise}.py"
+        if stub.is_file() and not mine.exists() and not mine.is_symlink():
+            shutil.copyfile(stub, mine)
+            added.append(mine.name)
+    if added:
+        notice(
+            f"Added {', '.join(added)} to {folder} from student_template/: a new exercise to do.\n"
+            f"已从 student_template/ 复制 {', '.join(added)} 到 {folder}：这是新的练习。"
+        )
 
 
 def cmd_grade(argv: list[str], project: Project) -> int:

@@ -160,8 +160,9 @@ CATALOG: dict[str, dict[str, str]] = {
         "en": "Your code sent back data that could not be accepted ({detail}).",
     },
     "missing_file": {
-        "zh": "找不到提交文件 {file}。",
-        "en": "The submission file {file} was not found.",
+        "zh": "找不到提交文件 {file}：请从 student_template/{file} 复制一份到你的提交文件夹中再完成它。",
+        "en": "The submission file {file} was not found: copy student_template/{file} into your submission "
+        "folder and fill it in.",
     },
     "bad_file": {
         "zh": "无法读取提交文件 {file}：{problem}。",

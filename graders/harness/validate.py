@@ -311,6 +311,14 @@ def static_checks(project: Project, manifest: ExerciseManifest, verdict: Exercis
     text_checks(project, manifest, verdict)
 
 
+def static_problems(project: Project, manifest: ExerciseManifest) -> list[Text]:
+    """What the static half of `validate` rejects in this exercise (no grading: milliseconds).
+    `build` refuses to ship an exercise with any of these."""
+    verdict = ExerciseVerdict(manifest.id)
+    static_checks(project, manifest, verdict)
+    return verdict.problems
+
+
 def grader_checks(manifest: ExerciseManifest, tree: ast.Module, shown: str, verdict: ExerciseVerdict) -> None:
     tests = grader_tests(tree)
     declared = {c.id: c for c in manifest.checks}
