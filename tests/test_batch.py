@@ -324,6 +324,13 @@ def test_class_report_and_analytics_show_the_shared_mistake(class_run):
     assert "<img src=x" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html  # autoescaped
     assert f"{100 * 3 / 8:.0f}% (3/8)" in html  # sdpa_scaling's pass rate, as in analytics.json
     assert html.count(named["no_scaling"]["message"]) >= 2  # in the check's row and the class-wide list
+    # every submission not fully graded is listed with its reason, graded ones included
+    listed = {p["student"]: p for p in figures["problems"]}
+    assert listed["syntax"]["status"] == "graded" and listed["syntax"]["problem"] == f"{EX}: file"
+    assert "syntax error" in listed["syntax"]["reason"]
+    assert {"hang", "mallory", "bomb", "empty", "readme.txt"} <= set(listed)
+    assert not {"ada", "ben", "cy", "zed"} & set(listed)  # wrong or unfinished is not "not graded"
+    assert "syntax error" in html
 
 
 # ---------------------------------------------------------------- a job's reports are grade()'s

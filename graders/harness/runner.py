@@ -18,7 +18,7 @@ import pytest
 from .bounds import bound_report
 from .diagnoses import lookup
 from .i18n import Lang, Text, say
-from .models import Cause, CheckResult, ExerciseManifest, ExerciseResult, Report
+from .models import Cause, CheckResult, ExerciseManifest, ExerciseResult, Report, Stopped
 from .plugin import GradingContext, GradingPlugin, Outcome, exercise_of, python_path_guard
 from .project import Project
 from .sandbox.client import SandboxPool, weakest_level
@@ -247,7 +247,7 @@ def build_report(
 ) -> Report:
     exercises, isolation = [], set()
     for manifest in manifests:
-        checks = []
+        checks, stopped = [], None
         for spec in manifest.checks:
             if spec.visibility == "hidden" and not ctx.run_hidden:
                 continue
@@ -258,6 +258,9 @@ def build_report(
                 )
                 outcome = Outcome("error", problem)
             checks.append(render_check(manifest, spec.id, outcome, lang))
+            kind = "grader" if checks[-1].status == "error" else outcome.stopped
+            if stopped is None and kind is not None:
+                stopped = Stopped(kind=kind, check=spec.id, message=checks[-1].message)
         session = plugin.session
         printed, dropped = session.printed(manifest.id) if session else ("", 0)
         exercises.append(
@@ -270,6 +273,7 @@ def build_report(
                 causes=causes_of(checks),
                 output=printed,
                 output_dropped=dropped,
+                stopped=stopped,
             )
         )
     if plugin.session is not None:
