@@ -206,7 +206,9 @@ def test_first_run_creates_submission_and_fail_under_exits_1(course, tmp_path):
     shutil.copytree(course, root)
     result = run_grade(root, "--format", "json", "--out", "stub.json", "--seed", "5", "--fail-under", "1")
     assert result.returncode == 1, result.stderr[-2000:]
-    assert "Created" in result.stderr and "student_template/" in result.stderr and "已根据" in result.stderr
+    assert (
+        "Created" in result.stderr and "student_template/" in result.stderr and "已根据" not in result.stderr
+    )
     assert (root / "submission" / f"{EX2}.py").read_bytes() == (
         root / "student_template" / f"{EX2}.py"
     ).read_bytes()
@@ -220,19 +222,26 @@ def test_first_run_creates_submission_and_fail_under_exits_1(course, tmp_path):
     )
 
 
-def test_a_stub_missing_from_submission_is_added_with_a_notice(course, tmp_path, capsys):
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_stub_missing_from_submission_is_added_with_a_notice(course, tmp_path, capsys, lang):
     root = tmp_path / "course"
     shutil.copytree(course, root)
     (root / "submission").mkdir()  # made before this exercise existed (`grade.py new`, a new lesson)
-    assert main(["--format", "json", "--out", str(tmp_path / "r.json"), "--seed", "2"], Project(root)) == 0
-    err = capsys.readouterr().err
-    assert f"Added {EX2}.py to {root / 'submission'} from student_template/" in err and "已从" in err
+    argv = ["--format", "json", "--out", str(tmp_path / "r.json"), "--seed", "2", "--lang", lang]
+    assert main(argv, Project(root)) == 0
+    err = capsys.readouterr().err.splitlines()
+    added = {
+        "en": f"Added {EX2}.py to {root / 'submission'} from student_template/: a new exercise to do.",
+        "zh": f"已从 student_template/ 复制 {EX2}.py 到 {root / 'submission'}：这是新的练习。",
+    }
+    written = {"en": "report written to", "zh": "报告已写入"}
+    assert err[0] == added[lang] and err[1].startswith(written[lang]) and len(err) == 2  # one language
     assert (root / "submission" / f"{EX2}.py").read_bytes() == (
         root / "student_template" / f"{EX2}.py"
     ).read_bytes()
     report = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
     assert "not found" not in json.dumps(report)  # graded as the stub it now is
-    assert main(["--format", "json", "--out", str(tmp_path / "r.json"), "--seed", "2"], Project(root)) == 0
+    assert main(argv, Project(root)) == 0
     assert "Added" not in capsys.readouterr().err
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from .batch import cmd_batch
 from .distribution import cmd_build
-from .i18n import Lang, default_lang, say
+from .i18n import Lang, Text, default_lang, say
 from .lms.intake import REPORT_SUFFIX
 from .project import ManifestError, Project, default_project
 from .scaffold import cmd_new
@@ -77,17 +77,13 @@ def grade_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def prepare_submission(project: Project, path: str | None, notice: Callable[[str], None]) -> Path:
+def prepare_submission(project: Project, path: str | None, notice: Callable[[Text], None]) -> Path:
     """The folder to grade; on a first run without PATH, `submission/` copied from the template."""
     if path is None:
         folder = project.root / "submission"
         if not folder.exists():
             shutil.copytree(project.root / "student_template", folder)
-            notice(
-                f"Created {folder} from student_template/: edit the files there, "
-                "then run `python grade.py` again.\n"
-                f"已根据 student_template/ 创建 {folder}：请在其中完成练习后再次运行 `python grade.py`。"
-            )
+            notice(say("notice_created", folder=folder))
         else:
             add_missing_stubs(project, folder, notice)
         return folder
@@ -99,7 +95,7 @@ def prepare_submission(project: Project, path: str | None, notice: Callable[[str
     return folder
 
 
-def add_missing_stubs(project: Project, folder: Path, notice: Callable[[str], None]) -> None:
+def add_missing_stubs(project: Project, folder: Path, notice: Callable[[Text], None]) -> None:
     """Copy into `submission/` the stub of each exercise it lacks (one added by `grade.py new`, or a
     new lesson's): otherwise it would score 0 as "file not found"."""
     added = []
@@ -109,10 +105,7 @@ def add_missing_stubs(project: Project, folder: Path, notice: Callable[[str], No
             shutil.copyfile(stub, mine)
             added.append(mine.name)
     if added:
-        notice(
-            f"Added {', '.join(added)} to {folder} from student_template/: a new exercise to do.\n"
-            f"已从 student_template/ 复制 {', '.join(added)} 到 {folder}：这是新的练习。"
-        )
+        notice(say("notice_added", files=", ".join(added), folder=folder))
 
 
 def cmd_grade(argv: list[str], project: Project) -> int:
@@ -125,7 +118,7 @@ def cmd_grade(argv: list[str], project: Project) -> int:
     one_thread()
     if args.watch and (args.out is not None or args.format != "text" or args.fail_under is not None):
         raise UsageError(say("watch_format")(lang))
-    folder = prepare_submission(project, args.path, lambda msg: print(msg, file=sys.stderr))
+    folder = prepare_submission(project, args.path, lambda text: print(text(lang), file=sys.stderr))
     if args.watch:
         return cmd_watch(args, project, folder, lang)
     progress = CheckProgress(sys.stderr.fileno()) if sys.stderr.isatty() else None
@@ -149,11 +142,11 @@ def cmd_grade(argv: list[str], project: Project) -> int:
         progress.close()
     if args.out is not None:
         args.out.write_text(render(report, args.format, project=project), encoding="utf-8")
-        print(f"report written to {args.out}", file=sys.stderr)
+        print(say("notice_report_written", path=args.out)(lang), file=sys.stderr)
     else:
         sys.stdout.write(render(report, args.format, color=args.format == "text" and sys.stdout.isatty()))
         if args.format == "text":
-            write_html_report(project, folder, report)
+            write_html_report(project, folder, report, lang)
     if args.fail_under is not None and report.score < args.fail_under:
         return EXIT_BELOW
     return EXIT_OK
@@ -173,7 +166,7 @@ def html_report_path(project: Project, folder: Path) -> Path:
     return project.root / "reports" / f"{folder.resolve().name}{REPORT_SUFFIX}"
 
 
-def write_html_report(project: Project, folder: Path, report, notices=None) -> None:
+def write_html_report(project: Project, folder: Path, report, lang: Lang, notices=None) -> None:
     from .lms import render
 
     notices = notices or sys.stderr
@@ -182,9 +175,9 @@ def write_html_report(project: Project, folder: Path, report, notices=None) -> N
         html.parent.mkdir(exist_ok=True)
         html.write_text(render(report, "html", project=project), encoding="utf-8")
     except OSError as exc:  # a read-only course folder: the terminal report stands alone
-        print(f"HTML report not written: {html}: {exc.strerror}", file=notices)
+        print(say("notice_html_not_written", path=html, problem=exc.strerror)(lang), file=notices)
         return
-    print(f"HTML report: {html}", file=notices)
+    print(say("notice_html_report", path=html)(lang), file=notices)
 
 
 def cmd_watch(args: argparse.Namespace, project: Project, folder: Path, lang: Lang) -> int:
@@ -196,7 +189,7 @@ def cmd_watch(args: argparse.Namespace, project: Project, folder: Path, lang: La
 
     def show(shown, whole, terminal) -> None:
         terminal.write(render(shown, "text", color=color))
-        write_html_report(project, folder, whole, notices=terminal)
+        write_html_report(project, folder, whole, lang, notices=terminal)
 
     try:
         watch(

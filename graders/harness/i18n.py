@@ -196,6 +196,21 @@ CATALOG: dict[str, dict[str, str]] = {
         "zh": "已中断（Ctrl-C）：评分已停止，没有写入报告。",
         "en": "Interrupted (Ctrl-C): grading stopped, no report written.",
     },
+    "notice_created": {
+        "zh": "已根据 student_template/ 创建 {folder}：请在其中完成练习后再次运行 `python grade.py`。",
+        "en": "Created {folder} from student_template/: edit the files there, then run `python grade.py` again.",
+    },
+    "notice_added": {
+        "zh": "已从 student_template/ 复制 {files} 到 {folder}：这是新的练习。",
+        "en": "Added {files} to {folder} from student_template/: a new exercise to do.",
+    },
+    "notice_report_written": {"zh": "报告已写入 {path}", "en": "report written to {path}"},
+    "notice_html_report": {"zh": "HTML 报告：{path}", "en": "HTML report: {path}"},
+    "notice_html_not_written": {
+        "zh": "未能写入 HTML 报告 {path}：{problem}",
+        "en": "HTML report not written: {path}: {problem}",
+    },
+    "notice_validating": {"zh": "正在验证 {exercise} …", "en": "validating {exercise} …"},
     "watch_waiting": {
         "zh": "总分 {score}/{max_score} · 正在监视 {folder}：保存文件即重新评分（Ctrl-C 退出）",
         "en": "Total {score}/{max_score} · Watching {folder}: save a file to regrade (Ctrl-C to stop)",

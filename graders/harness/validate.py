@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .diagnoses import lookup
-from .i18n import LANGS, Lang, Text
+from .i18n import LANGS, Lang, Text, say
 from .models import ExerciseManifest, Report
 from .mutants import Mutant, failing_checks, load_mutants, mutant_problems, mutants_dir
 from .project import ManifestError, Project
@@ -680,7 +680,7 @@ def cmd_validate(argv: list[str], project: Project) -> int:
     args = parser.parse_args(argv)
     lang = args.lang or default_lang()
     progress = (
-        (lambda eid: print(f"validating {eid} …", file=sys.stderr, flush=True))
+        (lambda eid: print(say("notice_validating", exercise=eid)(lang), file=sys.stderr, flush=True))
         if sys.stderr.isatty()
         else None
     )
