@@ -200,3 +200,12 @@ def test_an_endless_loop_is_a_timeout_and_stops(project, tmp_path, pool):
     checks = {c.id: c for c in result.checks}
     assert checks["passes"].status == "timeout" and checks["undeclared"].status == "timeout"
     assert result.stopped is not None and result.stopped.kind == "timeout"
+
+
+def test_data_where_code_is_due_fails_by_type_in_expect_helpers():
+    from graders.harness import expect
+    from graders.harness.errors import CheckFailed
+
+    for call in (lambda: expect.introspect((1, 2)), lambda: expect.vjp(3.0, [], [], [])):
+        with pytest.raises(CheckFailed, match=r"gave data \((tuple|float)\) where a function"):
+            call()

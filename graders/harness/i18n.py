@@ -159,6 +159,10 @@ CATALOG: dict[str, dict[str, str]] = {
         "zh": "你的代码返回了无法接收的数据（{detail}）。",
         "en": "Your code sent back data that could not be accepted ({detail}).",
     },
+    "not_code": {
+        "zh": "这里需要函数、类或模型对象，但你的代码给出的是数据（{got}）。",
+        "en": "Your code gave data ({got}) where a function, a class or a model is due.",
+    },
     "missing_file": {
         "zh": "找不到提交文件 {file}：请从 student_template/{file} 复制一份到你的提交文件夹中再完成它。",
         "en": "The submission file {file} was not found: copy student_template/{file} into your submission "

@@ -285,10 +285,8 @@ class GradingPlugin:
             return Outcome("failed", Text(zh=message, en=message))
         if isinstance(exc, pytest.skip.Exception):
             return Outcome("error", say("grader_error", type="skip", message=str(exc)))
-        proxy_ops = ("attribute '_vjp'", "attribute '_introspect'")
-        if (isinstance(exc, TypeError) and str(exc).endswith("object is not callable")) or (
-            isinstance(exc, AttributeError) and str(exc).endswith(proxy_ops)
-        ):  # the submission exported plain data where a function or class is due (`f = (1, 2)`)
+        if isinstance(exc, TypeError) and str(exc).endswith("object is not callable"):
+            # the submission exported plain data where a function or class is due (`f = (1, 2)`)
             message = str(exc)[:500]
             return Outcome("failed", say("student_exception", type=type(exc).__name__, message=message))
         return Outcome("error", say("grader_error", type=type(exc).__name__, message=str(exc)[:500]))
