@@ -35,7 +35,7 @@ from pathlib import Path
 from . import cli  # used at call time only: cli imports this module for its COMMANDS
 from .budget import EXERCISE_FACTOR
 from .i18n import default_lang
-from .lms import analytics, gradebook
+from .lms import analytics, gradebook, shard
 from .lms.intake import Entry, discover, fingerprint
 from .lms.messages import msg
 from .lms.progress import Progress
@@ -119,6 +119,13 @@ def batch_parser() -> argparse.ArgumentParser:
         "--retry-errors",
         action="store_true",
         help="grade again the submissions whose grading failed (status error)",
+    )
+    p.add_argument(
+        "--shard",
+        default=None,
+        metavar="I/N",
+        help="grade only shard I of N (0 <= I < N; by a hash of the student's name), or auto[/N] from "
+        "JOB_COMPLETION_INDEX or SLURM_ARRAY_TASK_ID; then `grade.py merge` the N results folders",
     )
     return p
 
@@ -428,13 +435,20 @@ def plan(
 def write_summaries(
     entries: list[Entry], store: ResultStore, settings: BatchSettings, project: Project
 ) -> tuple[Path, Path]:
-    manifests = project.load_manifests(settings.exercises)
     results = [r for e in entries if (r := store.load(e.student)) is not None]
-    write_atomic(store.root / "gradebook.csv", gradebook.render(results, manifests))
+    return write_class_files(results, store.root, settings, project)
+
+
+def write_class_files(
+    results: list[SubmissionResult], root: Path, settings: BatchSettings, project: Project
+) -> tuple[Path, Path]:
+    """The gradebook, analytics and class report of `results` (in the submissions folder's order)."""
+    manifests = project.load_manifests(settings.exercises)
+    write_atomic(root / "gradebook.csv", gradebook.render(results, manifests))
     figures = analytics.analyse(results, manifests, settings.seed, settings.lang)
-    write_atomic(store.root / "analytics.json", figures.model_dump_json(indent=2) + "\n")
-    write_atomic(store.root / "class_report.html", analytics.render_html(figures))
-    return store.root / "gradebook.csv", store.root / "class_report.html"
+    write_atomic(root / "analytics.json", figures.model_dump_json(indent=2) + "\n")
+    write_atomic(root / "class_report.html", analytics.render_html(figures))
+    return root / "gradebook.csv", root / "class_report.html"
 
 
 def check_folders(args: argparse.Namespace) -> None:
@@ -461,6 +475,10 @@ def _raise_interrupted(signum, frame) -> None:
 def cmd_batch(argv: list[str], project: Project) -> int:
     args = batch_parser().parse_args(argv)
     check_folders(args)
+    try:
+        args.shard = shard.parse_shard(args.shard, os.environ) if args.shard else None
+    except shard.ShardError as exc:
+        raise cli.UsageError(str(exc)) from None
     manifests = project.load_manifests(args.exercise)  # a bad manifest stops here, before any job starts
     store = ResultStore(args.out)
     try:
@@ -483,13 +501,20 @@ def _run(
 ) -> int:
     stored = store.read_settings()
     settings = settle(args, stored, project)
-    store.write_settings({**(stored or {}), "settings": settings.as_dict()})
+    previous_shard = (stored or {}).get("scope", {}).get("shard")
+    if stored and "scope" in stored and previous_shard != (str(args.shard) if args.shard else None):
+        started = f"--shard {previous_shard}" if previous_shard else "no --shard"
+        raise cli.UsageError(f"{args.out}: this batch was started with {started}; resume it the same way")
     entries = discover(args.submissions.resolve())  # jobs run elsewhere: they get absolute paths
+    scope = shard.scope(entries, args.shard, project)
+    entries = [e for e in entries if args.shard is None or args.shard.holds(e.student)]
+    store.write_settings({**(stored or {}), "settings": settings.as_dict(), "scope": scope})
     todo = plan(entries, store, settings, args.format, args.retry_errors)
     budget = args.submission_timeout or submission_budget(manifests, settings.call_seconds)
     progress = Progress(len(entries), len(entries) - len(todo), sys.stderr, bar=sys.stderr.isatty())
     print(
-        f"batch: {len(entries)} submissions, {len(todo)} to grade, {min(args.jobs, max(len(todo), 1))} jobs, "
+        f"batch: {len(entries)} submissions{f' (shard {args.shard})' if args.shard else ''}, "
+        f"{len(todo)} to grade, {min(args.jobs, max(len(todo), 1))} jobs, "
         f"seed {settings.seed}, results in {args.out}",
         file=sys.stderr,
     )
@@ -517,7 +542,7 @@ def _run(
     run = {"graded": progress.graded_now, "seconds": round(seconds, 3), "jobs": dispatcher.memory(),
            "rate": round(progress.graded_now / seconds, 3) if seconds > 0 else 0.0,
            "startup_seconds": round(startup, 3)}  # fmt: skip
-    store.write_settings({"settings": settings.as_dict(), "last_run": run})
+    store.write_settings({"settings": settings.as_dict(), "scope": scope, "last_run": run})
     lang = settings.lang
     if status == EXIT_INTERRUPTED:
         print(msg("log_interrupted", done=done, total=len(entries))(lang), file=sys.stderr)

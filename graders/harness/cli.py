@@ -23,6 +23,7 @@ from .batch import cmd_batch
 from .distribution import cmd_build
 from .i18n import Lang, Text, default_lang, say
 from .lms.intake import REPORT_SUFFIX
+from .lms.shard import cmd_merge
 from .project import ManifestError, Project, default_project
 from .scaffold import cmd_new
 from .validate import cmd_validate
@@ -54,7 +55,7 @@ def grade_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="grade.py",
         description="Grade a submission of the attention lesson in a sandbox and print a scored report.",
-        epilog="Other commands: schema, validate, new, build, batch (python grade.py COMMAND --help).",
+        epilog="Other commands: schema, validate, new, build, batch, merge (python grade.py COMMAND --help).",
     )
     parser.add_argument(
         "path",
@@ -242,6 +243,7 @@ def cmd_schema(argv: list[str], project: Project) -> int:
 COMMANDS: dict[str, Callable[[list[str], Project], int]] = {
     "schema": cmd_schema,
     "batch": cmd_batch,
+    "merge": cmd_merge,
     "build": cmd_build,
     "validate": cmd_validate,
     "new": cmd_new,
