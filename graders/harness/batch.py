@@ -127,6 +127,13 @@ def batch_parser() -> argparse.ArgumentParser:
         help="grade only shard I of N (0 <= I < N; by a hash of the student's name), or auto[/N] from "
         "JOB_COMPLETION_INDEX or SLURM_ARRAY_TASK_ID; then `grade.py merge` the N results folders",
     )
+    p.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="grade on a Dask cluster: tcp://HOST:PORT, or local:N for N local workers "
+        '(pip install ".[dask]")',
+    )
     return p
 
 
@@ -261,6 +268,52 @@ class Job:
         return f"signal {-code}" if code < 0 else f"exit status {code}"
 
 
+def job_command(
+    project_root: Path, s: BatchSettings, work: Path, code_budget: float, exercise_budget: float | None,
+    uid_block: int | None,
+) -> list[str]:  # fmt: skip
+    """The command of a job process (`lms/job.py`) grading for this process, which it dies with."""
+    cmd = [sys.executable, "-m", "graders.harness.batch", "--job", "--project", str(project_root),
+           "--seed", str(s.seed), "--lang", s.lang, "--parent", str(os.getpid()),
+           "--work", str(work), "--submission-seconds", str(code_budget)]  # fmt: skip
+    if uid_block is not None:
+        cmd += ["--uid-block", str(uid_block)]
+    if exercise_budget is not None:
+        cmd += ["--exercise-seconds", str(exercise_budget)]
+    for exercise in s.exercises or []:
+        cmd += ["--exercise", exercise]
+    if s.call_seconds is not None:
+        cmd += ["--call-seconds", str(s.call_seconds)]
+    if not s.run_hidden:
+        cmd.append("--no-hidden")
+    return cmd
+
+
+def job_env(work: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(CODE_ROOT), env.get("PYTHONPATH", "")) if p)
+    # Per-run pytest costs a job does not need: entry-point plugins, fd capture around every test
+    # phase (nothing of the student's is printed in this process; its stdout is the job log), and
+    # the logging plugin's handlers around every phase (~2% of a job's CPU; no check logs).
+    env.update(PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", PYTEST_ADDOPTS="--capture=no -p no:logging")
+    env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    env["TMPDIR"] = str(work)  # unpacked zips and the zygote's folder: never in the system's /tmp
+    return env
+
+
+def unscored(
+    project: Project, s: BatchSettings, entry: Entry, status: str, problem: str, elapsed: float, **params
+) -> SubmissionResult:
+    """The row of a submission that has no report: `problem`'s sentence says why."""
+    manifests = project.load_manifests(s.exercises)
+    return SubmissionResult(
+        student=entry.student, source=entry.source, status=status, problem=problem,
+        reason=msg(problem, **params)(s.lang), seed=s.seed, lang=s.lang,
+        score=0.0, max_score=possible_score(manifests, s.run_hidden),
+        elapsed=elapsed, fingerprint=fingerprint(entry),
+    )  # fmt: skip
+
+
 class Dispatcher:
     """Feeds submissions to N jobs, writes results as they come, replaces jobs that fail."""
 
@@ -281,34 +334,14 @@ class Dispatcher:
         self.uid_holders: list[socket.socket] = []  # uid blocks of this run, held until it ends
 
     def command(self, work: Path, uid_block: int | None) -> list[str]:
-        s = self.settings
-        cmd = [sys.executable, "-m", "graders.harness.batch", "--job", "--project", str(self.project.root),
-               "--seed", str(s.seed), "--lang", s.lang, "--parent", str(os.getpid()),
-               "--work", str(work), "--submission-seconds", str(self.code_budget)]  # fmt: skip
-        if uid_block is not None:
-            cmd += ["--uid-block", str(uid_block)]
-        if self.exercise_budget is not None:
-            cmd += ["--exercise-seconds", str(self.exercise_budget)]
-        for exercise in s.exercises or []:
-            cmd += ["--exercise", exercise]
-        if s.call_seconds is not None:
-            cmd += ["--call-seconds", str(s.call_seconds)]
-        if not s.run_hidden:
-            cmd.append("--no-hidden")
-        return cmd
+        return job_command(self.project.root, self.settings, work, self.code_budget, self.exercise_budget,
+                           uid_block)  # fmt: skip
 
     def start_job(self, index: int) -> Job:
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(CODE_ROOT), env.get("PYTHONPATH", "")) if p)
-        # Per-run pytest costs a job does not need: entry-point plugins, fd capture around every test
-        # phase (nothing of the student's is printed in this process; its stdout is the job log), and
-        # the logging plugin's handlers around every phase (~2% of a job's CPU; no check logs).
-        env.update(PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", PYTEST_ADDOPTS="--capture=no -p no:logging")
-        env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONUNBUFFERED="1")
         self.started += 1
         work = self.work / f"job-{self.started}"
         work.mkdir(parents=True, exist_ok=True)
-        env["TMPDIR"] = str(work)  # unpacked zips and the zygote's folder: never in the system's /tmp
+        env = job_env(work)
         uid_block = None
         if os.geteuid() == 0:  # a block of uids no other job of this run, nor any other grader, gets
             uid_block, holder = isolation.reserve_uid_block(secrets.randbelow(isolation.UID_BLOCKS))
@@ -349,15 +382,10 @@ class Dispatcher:
 
     def lost(self, job: Job, problem: str, **params) -> None:
         """The job failed on its current submission: that submission gets an `error` row."""
-        entry = job.current
-        manifests = self.project.load_manifests(self.settings.exercises)
-        s = self.settings
-        self.record(job, SubmissionResult(
-            student=entry.student, source=entry.source, status="error", problem=problem,
-            reason=msg(problem, **params)(s.lang), seed=s.seed, lang=s.lang,
-            score=0.0, max_score=possible_score(manifests, s.run_hidden),
-            elapsed=time.monotonic() - job.started_at, fingerprint=fingerprint(entry),
-        ))  # fmt: skip
+        elapsed = time.monotonic() - job.started_at
+        self.record(
+            job, unscored(self.project, self.settings, job.current, "error", problem, elapsed, **params)
+        )
 
     def handle(self, job: Job, line: bytes) -> None:
         message = json.loads(line)
@@ -479,6 +507,14 @@ def cmd_batch(argv: list[str], project: Project) -> int:
         args.shard = shard.parse_shard(args.shard, os.environ) if args.shard else None
     except shard.ShardError as exc:
         raise cli.UsageError(str(exc)) from None
+    if args.scheduler:
+        from .lms import cluster
+
+        try:
+            cluster.parse_scheduler(args.scheduler)
+            cluster.require_dask()
+        except ValueError as exc:
+            raise cli.UsageError(str(exc)) from None
     manifests = project.load_manifests(args.exercise)  # a bad manifest stops here, before any job starts
     store = ResultStore(args.out)
     try:
@@ -514,14 +550,23 @@ def _run(
     progress = Progress(len(entries), len(entries) - len(todo), sys.stderr, bar=sys.stderr.isatty())
     print(
         f"batch: {len(entries)} submissions{f' (shard {args.shard})' if args.shard else ''}, "
-        f"{len(todo)} to grade, {min(args.jobs, max(len(todo), 1))} jobs, "
+        f"{len(todo)} to grade, "
+        f"{f'on Dask {args.scheduler}' if args.scheduler else f'{min(args.jobs, max(len(todo), 1))} jobs'}, "
         f"seed {settings.seed}, results in {args.out}",
         file=sys.stderr,
     )
-    dispatcher = Dispatcher(
-        project, settings, store, args.format, args.jobs, budget, progress, args.submission_budget,
-        args.exercise_budget,
-    )  # fmt: skip
+    if args.scheduler:
+        from .lms.cluster import ClusterDispatcher
+
+        dispatcher = ClusterDispatcher(
+            args.scheduler, project, settings, store, args.format, budget, progress,
+            args.submission_budget or job_budget(budget), args.exercise_budget,
+        )  # fmt: skip
+    else:
+        dispatcher = Dispatcher(
+            project, settings, store, args.format, args.jobs, budget, progress, args.submission_budget,
+            args.exercise_budget,
+        )  # fmt: skip
     started = time.monotonic()
     status = EXIT_OK
     try:
