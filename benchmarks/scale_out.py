@@ -56,6 +56,29 @@ def timed(cmds: list[list[str]]) -> float:
     return time.perf_counter() - start
 
 
+def echo(request: dict) -> int:
+    return len(request["data"])
+
+
+def round_trip(subs: Path, count: int = 200) -> float:
+    """Mean milliseconds per task of `count` tasks, one at a time, each carrying a zipped submission."""
+    from distributed import Client, LocalCluster
+
+    sys.path.insert(0, str(ROOT))
+    from graders.harness.lms.cluster import payload
+    from graders.harness.lms.intake import discover
+
+    entry = next(e for e in discover(subs) if e.kind == "dir" and any(e.path.iterdir()))
+    data, _, _ = payload(entry)
+    with LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=None, memory_limit=0) as cluster:
+        with Client(cluster) as client:
+            client.submit(echo, {"data": data}, pure=False).result()  # warm
+            start = time.perf_counter()
+            for _ in range(count):
+                client.submit(echo, {"name": b"x", "data": data}, pure=False).result()
+            return 1000 * (time.perf_counter() - start) / count
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=120)
@@ -104,6 +127,9 @@ def main() -> None:
     overhead = 1000 * w * (dask_each - local_each)
     print(f"Dask overhead per submission (steady, per worker): {overhead:+.0f} ms "
           f"({1000 * w * local_each:.0f} ms locally, {1000 * w * dask_each:.0f} ms via Dask)")  # fmt: skip
+    print(
+        f"Dask round trip of one task carrying a submission's bytes (no grading): {round_trip(subs):.1f} ms"
+    )
     gradebooks = {name: (work / name / "gradebook.csv").read_bytes() for name in ("local", "merged", "dask")}
     same = gradebooks["local"] == gradebooks["merged"] == gradebooks["dask"]
     print(f"the three gradebooks are identical: {'yes' if same else 'NO'}")

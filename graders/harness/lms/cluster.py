@@ -216,10 +216,15 @@ class GradingPlugin(WorkerPlugin):
         return job
 
     def _take(self):
-        with self.lock:
-            if self.idle:
-                return self.idle.pop()
-        return self.launcher.submit(self._start).result()
+        """An idle job (one that died while idle is stopped, not handed a submission), or a new one."""
+        while True:
+            with self.lock:
+                job = self.idle.pop() if self.idle else None
+            if job is None:
+                return self.launcher.submit(self._start).result()
+            if job.alive():
+                return job
+            self._give_back(job)
 
     def _give_back(self, job) -> None:
         if job.alive() and job.current is None:
