@@ -34,7 +34,7 @@ from test_batch import (
     write_dir,
 )
 
-from graders.harness.lms.cluster import GradingPlugin, ProjectMismatch, parse_scheduler
+from graders.harness.lms.cluster import GradingPlugin, ProjectMismatch, grade_on_worker, parse_scheduler
 from graders.harness.lms.result import SubmissionResult
 
 EX = "ex02_self_attention"
@@ -148,6 +148,7 @@ def test_a_worker_killed_mid_run_costs_nothing(cluster, tmp_path):
         wait_for_results(out, 2, proc)
         victim = next(iter(client.run(os.getpid).values()))
         os.kill(victim, signal.SIGKILL)
+        assert len(finished(out)) < count, "killed mid-run"
         _, err = proc.communicate(timeout=240)
     finally:
         if proc.poll() is None:
@@ -174,11 +175,13 @@ def test_a_worker_of_another_project_is_refused(cluster):
     try:
         with pytest.raises(ProjectMismatch) as refused:
             client.register_plugin(GradingPlugin(name, "0" * 20, settings, budgets), name=name)
+        with pytest.raises(ProjectMismatch) as task_refused:  # a task that lands on it anyway is refused
+            client.submit(grade_on_worker, name, {}, pure=False).result()
     finally:
         client.unregister_worker_plugin(name)
     text = str(refused.value)
     assert text.startswith("Dask worker tcp://") and "is refused" in text and f"(digest {'0' * 20})" in text
-    assert str(PROJECT.root) in text
+    assert str(PROJECT.root) in text and "is refused" in str(task_refused.value)
 
 
 @pytest.mark.parametrize(

@@ -169,12 +169,13 @@ class GradingPlugin(WorkerPlugin):
         self.address = worker.address
         self.project = default_project()
         here = project_digest(self.project)
-        if here != self.digest:
-            raise ProjectMismatch(
+        if here != self.digest:  # kept: a task that lands here anyway (a worker that joined later) says it
+            self.refused = (
                 f"Dask worker {worker.address} ({socket.gethostname()}) is refused: its exercises, graders "
                 f"or reference (project {self.project.root}, digest {here}) differ from the client's "
                 f"(digest {self.digest}); install the same version of the course on every worker"
             )
+            raise ProjectMismatch(self.refused)
         self.batch_settings = BatchSettings(**self.settings)
         self.work = Path(worker.local_directory) / f"{self.name}-{os.getpid()}"
         self.work.mkdir(parents=True, exist_ok=True)
@@ -296,6 +297,8 @@ def grade_on_worker(plugin_name: str, request: dict) -> dict:
 
     worker = get_worker()
     plugin = worker.plugins.get(plugin_name)
+    if getattr(plugin, "refused", None):
+        raise ProjectMismatch(plugin.refused)
     if plugin is None or not hasattr(plugin, "idle"):
         raise JobCannotStart(f"Dask worker {worker.address} has no grading plugin {plugin_name} set up")
     return plugin.grade(request)
