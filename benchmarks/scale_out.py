@@ -19,6 +19,7 @@ submission beyond grading it: packing, scheduling, the round trip). The gradeboo
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import shutil
@@ -43,6 +44,12 @@ def steady_rate(out: Path) -> float:
     """Results per second between the first and the last result file written."""
     stamps = sorted(p.stat().st_mtime for p in (out / "results").glob("*.json"))
     return (len(stamps) - 1) / (stamps[-1] - stamps[0]) if len(stamps) > 1 and stamps[-1] > stamps[0] else 0.0
+
+
+def in_job(out: Path) -> float:
+    """Mean seconds a job spent grading one submission (each result's `elapsed`)."""
+    spent = [json.loads(p.read_text())["elapsed"] for p in (out / "results").glob("*.json")]
+    return sum(spent) / len(spent)
 
 
 def timed(cmds: list[list[str]]) -> float:
@@ -123,6 +130,10 @@ def main() -> None:
         label = f"{label}{w}" if label.endswith((":", "--jobs")) else label
         print(f"{label:<28} {seconds:8.1f} {n / seconds:7.2f} {steady:13.2f}")
     print(f"merge alone: {merge:.2f} s for {n} submissions")
+    print(
+        f"mean seconds a job spent on a submission: local {in_job(work / 'local'):.3f}, "
+        f"Dask {in_job(work / 'dask'):.3f} (the same job code: a difference is CPU taken by Dask's processes)"
+    )
     local_each, dask_each = 1 / rows[0][2], 1 / rows[2][2]
     overhead = 1000 * w * (dask_each - local_each)
     print(f"Dask overhead per submission (steady, per worker): {overhead:+.0f} ms "
