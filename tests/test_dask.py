@@ -7,6 +7,7 @@ runs as a real `python grade.py batch --scheduler tcp://...` process, on exercis
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -196,3 +197,58 @@ def test_a_bad_scheduler_is_a_usage_error(tmp_path, spec, says):
         "address",
         "tcp://h:1",
     )
+
+
+def test_a_client_of_another_project_stops_with_the_workers_refusal(cluster, tmp_path):
+    from graders.harness.lms.cluster import ClusterDispatcher, _batch
+    from graders.harness.lms.intake import discover
+    from graders.harness.lms.progress import Progress
+    from graders.harness.lms.store import ResultStore
+
+    subs = make_class(tmp_path, 1)
+    store = ResultStore(tmp_path / "out")
+    store.open()
+    batch = _batch()  # graders.harness.batch, imported as grade.py does
+    settings = batch.BatchSettings(seed=1, lang="en", exercises=[EX], call_seconds=1.0, run_hidden=True)
+    progress = Progress(1, 0, io.StringIO(), bar=False)
+    dispatcher = ClusterDispatcher(cluster[0], PROJECT, settings, store, "json", 60.0, progress, 30.0, None)
+    dispatcher.digest = "1" * 20  # as if this client held another version of the course
+    try:
+        with pytest.raises(batch.BatchFailed) as failed:
+            dispatcher.run(discover(subs))
+    finally:
+        store.close()
+    assert "is refused" in str(failed.value) and f"differ from the client's (digest {'1' * 20})" in str(
+        failed.value
+    )
+    assert list((tmp_path / "out" / "results").iterdir()) == []
+
+
+def test_a_submission_travels_as_bytes_and_arrives_whole(tmp_path, monkeypatch):
+    from graders.harness.lms import cluster
+    from graders.harness.lms.intake import Entry
+
+    folder = tmp_path / "subs" / "ada"
+    (folder / "hw" / "empty").mkdir(parents=True)
+    (folder / "hw" / f"{EX}.py").write_text(REFERENCE, encoding="utf-8")
+    (folder / ".hidden").write_bytes(b"\x00\xff")
+    os.symlink("/etc/passwd", folder / "hw" / "passwd")  # a link is neither followed nor sent
+    entry = Entry("ada", folder, "dir")
+    data, problem, _ = cluster.payload(entry)
+    assert problem is None and len(data) < 64 << 10
+    request = {"student": "ada", "name": os.fsencode("ada"), "kind": "dir", "data": data}
+    (tmp_path / "task").mkdir()
+    got = cluster.materialise(request, tmp_path / "task")
+    assert got == Entry("ada", tmp_path / "task" / "ada", "dir") and got.source == entry.source
+    assert sorted(p.relative_to(got.path).as_posix() for p in got.path.rglob("*")) == [
+        ".hidden",
+        "hw",
+        "hw/empty",
+        f"hw/{EX}.py",
+    ]
+    assert (got.path / "hw" / f"{EX}.py").read_text(encoding="utf-8") == REFERENCE
+    monkeypatch.setattr(cluster, "SEND_BYTES", 100)  # too large to send: a refusal row, nothing sent
+    assert cluster.payload(entry)[:2] == (None, "too_large_to_send")
+    archive = make_zip(tmp_path / "subs" / "zed.zip", {f"{EX}.py": REFERENCE.encode() * 3})
+    data, problem, params = cluster.payload(Entry("zed", archive, "zip"))
+    assert data is None and problem == "zip_file_too_large" and params["size"] == archive.stat().st_size
