@@ -252,3 +252,32 @@ def test_a_submission_travels_as_bytes_and_arrives_whole(tmp_path, monkeypatch):
     archive = make_zip(tmp_path / "subs" / "zed.zip", {f"{EX}.py": REFERENCE.encode() * 3})
     data, problem, params = cluster.payload(Entry("zed", archive, "zip"))
     assert data is None and problem == "zip_file_too_large" and params["size"] == archive.stat().st_size
+
+
+@pytest.mark.slow
+def test_an_interrupted_dask_batch_stops_its_jobs_and_resumes(cluster, tmp_path):
+    address, client = cluster
+    count = 12
+    subs = make_class(tmp_path, count)
+    out = tmp_path / "out"
+    proc = subprocess.Popen(batch_cmd(subs, out, "--scheduler", address), cwd=subs.parent,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        wait_for_results(out, 2, proc)
+        os.kill(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    before = finished(out)
+    assert proc.returncode == 130 and "run the same command again" in err and len(before) < count
+    workers = client.run(os.getpid).values()
+    deadline = time.monotonic() + 15
+    while any(job_pids(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.2)  # the batch's plugin is removed from the workers: their jobs stop
+    assert [job_pids(pid) for pid in workers] == [[] for _ in workers]
+    again = run_batch(subs, out, "--scheduler", address)
+    assert again.returncode == 0, again.stderr
+    assert f"{len(before)} kept from before" in again.stderr
+    after = finished(out)
+    assert len(after) == count and {s: after[s] for s in before} == before
