@@ -53,7 +53,7 @@ def add_grading_options(parser: argparse.ArgumentParser) -> None:
 def grade_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="grade.py",
-        description="Grade a submission of the attention lesson in a sandbox and print a scored report.",
+        description="Grade a submission of this course's exercises in a sandbox and print a scored report.",
         epilog="Other commands: schema, validate, new, build, batch (python grade.py COMMAND --help).",
     )
     parser.add_argument(
@@ -144,7 +144,8 @@ def cmd_grade(argv: list[str], project: Project) -> int:
         args.out.write_text(render(report, args.format, project=project), encoding="utf-8")
         print(say("notice_report_written", path=args.out)(lang), file=sys.stderr)
     else:
-        sys.stdout.write(render(report, args.format, color=args.format == "text" and sys.stdout.isatty()))
+        color = args.format == "text" and sys.stdout.isatty()
+        sys.stdout.write(render(report, args.format, color=color, project=project))
         if args.format == "text":
             write_html_report(project, folder, report, lang)
     if args.fail_under is not None and report.score < args.fail_under:
@@ -188,7 +189,7 @@ def cmd_watch(args: argparse.Namespace, project: Project, folder: Path, lang: La
     color = sys.stdout.isatty()
 
     def show(shown, whole, terminal) -> None:
-        terminal.write(render(shown, "text", color=color))
+        terminal.write(render(shown, "text", color=color, project=project))
         write_html_report(project, folder, whole, lang, notices=terminal)
 
     try:

@@ -234,7 +234,7 @@ CATALOG: dict[str, dict[str, str]] = {
         "en": "(output too long: {dropped} bytes dropped)",
     },
     # report labels
-    "ui_title": {"zh": "注意力课程自动评分报告", "en": "Attention lesson: grading report"},
+    "ui_title": {"zh": "自动评分报告", "en": "Grading report"},
     "ui_total": {"zh": "总分", "en": "Total"},
     "ui_seed": {"zh": "随机种子（用 --seed {seed} 复现）", "en": "Seed (reproduce with --seed {seed})"},
     "ui_isolation": {"zh": "沙箱保护", "en": "Sandbox protections"},

@@ -128,6 +128,16 @@ class Cause(_Strict):
     points: float = Field(description="points those checks lost")
 
 
+class Course(_Strict):
+    """The course a project grades (`course.toml` at its root): reports and hand-outs name it."""
+
+    title: Text = Field(description="the course's name, e.g. the lesson's title")
+    lesson: int | None = Field(None, description="the lesson's number, where the course has one")
+
+
+GENERIC_COURSE = Course(title=Text(zh="课程练习", en="Course exercises"))
+
+
 StopKind = Literal["file", "crash", "timeout", "grader"]
 
 
