@@ -32,7 +32,6 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import cli  # used at call time only: cli imports this module for its COMMANDS
 from .budget import EXERCISE_FACTOR
 from .i18n import default_lang
 from .lms import analytics, gradebook
@@ -42,7 +41,7 @@ from .lms.progress import Progress
 from .lms.result import SubmissionResult, possible_score
 from .lms.store import WORK_DIR, ResultStore, StoreBusy, write_atomic
 from .models import ExerciseManifest
-from .project import Project
+from .project import Project, UsageError
 from .sandbox import isolation
 from .sandbox.client import Limits
 
@@ -151,19 +150,17 @@ def settle(args: argparse.Namespace, stored: dict | None, project: Project) -> B
     if previous:
         for key, value in wanted.items():
             if value is not None and value != previous.get(key):
-                raise cli.UsageError(
+                raise UsageError(
                     f"{args.out}: this batch was started with {flags[key]} {previous.get(key)}; "
                     f"resume it with the same value, or choose another --out"
                 )
-        return BatchSettings(
-            **{k: previous.get(k) for k in wanted}, run_hidden=cli.project_runs_hidden(project)
-        )
+        return BatchSettings(**{k: previous.get(k) for k in wanted}, run_hidden=project.runs_hidden)
     return BatchSettings(
         seed=secrets.randbelow(2**31) if args.seed is None else args.seed,
         lang=args.lang or default_lang(),
         exercises=args.exercise,
         call_seconds=args.call_seconds,
-        run_hidden=cli.project_runs_hidden(project),
+        run_hidden=project.runs_hidden,
     )
 
 
@@ -439,16 +436,16 @@ def write_summaries(
 
 def check_folders(args: argparse.Namespace) -> None:
     if not args.submissions.is_dir():
-        raise cli.UsageError(
+        raise UsageError(
             f"{args.submissions}: not a folder (give the folder with one sub-folder or .zip per student)"
         )
     out, subs = args.out.resolve(), args.submissions.resolve()
     if out == subs or out.is_relative_to(subs):
-        raise cli.UsageError(f"{args.out}: the results folder must not be inside the submissions folder")
+        raise UsageError(f"{args.out}: the results folder must not be inside the submissions folder")
     if args.out.exists() and not args.out.is_dir():
-        raise cli.UsageError(f"{args.out}: exists and is not a folder")
+        raise UsageError(f"{args.out}: exists and is not a folder")
     if args.jobs < 1:
-        raise cli.UsageError(f"--jobs {args.jobs}: need at least 1")
+        raise UsageError(f"--jobs {args.jobs}: need at least 1")
 
 
 def _raise_interrupted(signum, frame) -> None:
@@ -466,7 +463,7 @@ def cmd_batch(argv: list[str], project: Project) -> int:
     try:
         store.open()
     except StoreBusy as exc:
-        raise cli.UsageError(str(exc)) from None
+        raise UsageError(str(exc)) from None
     previous = {
         signum: signal.signal(signum, _raise_interrupted) for signum in (signal.SIGINT, signal.SIGTERM)
     }

@@ -20,18 +20,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from .batch import cmd_batch
-from .distribution import cmd_build
+from .build import cmd_build
 from .i18n import Lang, Text, default_lang, say
 from .lms.intake import REPORT_SUFFIX
-from .project import ManifestError, Project, default_project
+from .project import ManifestError, Project, UsageError, default_project
 from .scaffold import cmd_new
 from .validate import cmd_validate
 
 EXIT_OK, EXIT_BELOW, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
-
-
-class UsageError(Exception):
-    """Bad input from the command line: printed as one line, exit status 2."""
 
 
 def add_grading_options(parser: argparse.ArgumentParser) -> None:
@@ -130,7 +126,7 @@ def cmd_grade(argv: list[str], project: Project) -> int:
                 seed=args.seed,
                 lang=lang,
                 exercises=args.exercise,
-                run_hidden=project_runs_hidden(project),
+                run_hidden=project.runs_hidden,
                 progress=progress,
             )
     except KeyboardInterrupt:  # the sandbox is already gone (grade's own clean-up); nothing is written
@@ -199,7 +195,7 @@ def cmd_watch(args: argparse.Namespace, project: Project, folder: Path, lang: La
             seed=new_seed() if args.seed is None else args.seed,
             lang=lang,
             exercises=args.exercise,
-            run_hidden=project_runs_hidden(project),
+            run_hidden=project.runs_hidden,
             show=show,
         )
     except WatchUnavailable as exc:
@@ -223,11 +219,6 @@ def interruptible() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
-
-
-def project_runs_hidden(project: Project) -> bool:
-    """Hidden checks run wherever the reference solutions are present (not in the student build)."""
-    return (project.root / "reference").is_dir()
 
 
 def cmd_schema(argv: list[str], project: Project) -> int:

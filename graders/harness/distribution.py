@@ -11,9 +11,10 @@ helpers), cut out by line range so comments and formatting survive; each `exerci
 its hidden `[[checks]]` tables. The result is verified (parses, loads, names no hidden check id)
 before it is written. `grade.py` in the student build finds no `reference/` folder, so it runs
 visible checks only and its report says hidden checks run on submission
-(`cli.project_runs_hidden`).
+(`Project.runs_hidden`).
 
-Other builders (a Gradescope zip) start from `write_distribution` and add their own files.
+Other builders (a Gradescope zip, `lms.gradescope_build`) start from `write_distribution` and add
+their own files; `build.py` is the command that picks one.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from __future__ import annotations
 import ast
 import re
 import shutil
-from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
@@ -320,46 +320,3 @@ def _verify_stripped(path: Path, text: str, hidden: set[str]) -> None:
         for check_id in hidden:
             if re.search(rf"(?<![A-Za-z0-9_])(?:test_)?{re.escape(check_id)}(?![A-Za-z0-9_])", line):
                 raise DistributionError(f"{path}:{number}: names hidden check {check_id!r} outside its test")
-
-
-# ---------------------------------------------------------------- `python grade.py build KIND DIR`
-
-Builder = Callable[[Project, Path, "list[str] | None"], list[Path]]
-
-
-def _gradescope_zip(project: Project, dest: Path, only: list[str] | None) -> list[Path]:
-    from .lms.gradescope_build import write_gradescope_zip  # builds on write_distribution(..., "autograder")
-
-    return write_gradescope_zip(project, dest, exercises=only)
-
-
-BUILDERS: dict[str, Builder] = {
-    "student": lambda project, dest, only: write_distribution(project, dest, "student", exercises=only),
-    "autograder": lambda project, dest, only: write_distribution(project, dest, "autograder", exercises=only),
-    "gradescope": _gradescope_zip,
-}
-
-
-def cmd_build(argv: list[str], project: Project) -> int:
-    """`build KIND DIR`: write a distribution; 0 when written, 2 on bad usage or a project problem."""
-    import argparse
-    import sys
-
-    parser = argparse.ArgumentParser(
-        prog="grade.py build",
-        description="Write a distribution of this course: student (statements, stubs, visible checks, "
-        "harness; no reference, no hidden check) or autograder (everything an LMS needs to grade).",
-    )
-    parser.add_argument("kind", choices=sorted(BUILDERS), help="which distribution")
-    parser.add_argument("dest", type=Path, help="a new or empty folder")
-    parser.add_argument(
-        "--exercise", action="append", default=None, metavar="ID", help="only this exercise (repeatable)"
-    )
-    args = parser.parse_args(argv)
-    try:
-        written = BUILDERS[args.kind](project, args.dest, args.exercise)
-    except DistributionError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(f"{args.kind} distribution: {len(written)} files written to {args.dest}")
-    return 0

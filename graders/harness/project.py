@@ -18,6 +18,10 @@ from .models import GENERIC_COURSE, Course, ExerciseManifest
 COURSE_FILE = "course.toml"
 
 
+class UsageError(Exception):
+    """Bad input from the command line: printed as one line, exit status 2."""
+
+
 class ManifestError(Exception):
     """One or more manifests are invalid; `lines` has one line per problem."""
 
@@ -62,6 +66,11 @@ class Project:
                 [f"{self._shown(path)}: id: is {manifest.id!r} but the folder is named {exercise_id!r}"]
             )
         return manifest
+
+    @property
+    def runs_hidden(self) -> bool:
+        """Hidden checks run wherever the reference solutions are present (not in the student build)."""
+        return (self.root / "reference").is_dir()
 
     def course(self) -> Course:
         """The course (`course.toml`); a project without one is a generic course."""
