@@ -69,7 +69,7 @@ def grade_parser() -> argparse.ArgumentParser:
         "path",
         nargs="?",
         default=None,
-        help="submission folder (default: submission/, created from the template)",
+        help="submission folder, or a Jupyter notebook (default: submission/, created from the template)",
     )
     formats = ["text", "html", "md", "json", "gradescope", "prairielearn", "junit"]
     parser.add_argument("--format", choices=formats, default="text")
@@ -96,6 +96,8 @@ def prepare_submission(project: Project, path: str | None, notice: Callable[[str
     folder = Path(path)
     if not folder.exists():
         raise UsageError(f"{folder}: no such folder")
+    if folder.suffix.lower() == ".ipynb" and folder.is_file():  # a notebook: its tagged cells (see notebook)
+        return folder
     if not folder.is_dir():
         raise UsageError(f"{folder}: not a folder (give the folder that holds your exercise files)")
     return folder
@@ -134,7 +136,7 @@ def cmd_grade(argv: list[str], project: Project) -> int:
     else:
         sys.stdout.write(render(report, args.format, color=args.format == "text" and sys.stdout.isatty()))
         if args.format == "text":
-            html = folder.resolve().parent / f"{folder.resolve().name}_report.html"
+            html = folder.resolve().parent / f"{folder.resolve().name.removesuffix('.ipynb')}_report.html"
             html.write_text(render(report, "html", project=project), encoding="utf-8")
             print(f"HTML report: {html}", file=sys.stderr)
     if args.fail_under is not None and report.score < args.fail_under:
