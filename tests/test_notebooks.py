@@ -114,6 +114,22 @@ def test_magics_and_shell_lines_are_dropped_line_for_line_and_outputs_ignored():
     assert code.place(5) == "n.ipynb, cell 2, line 5"
 
 
+def test_python_that_looks_like_a_magic_is_kept():
+    source = 'x = ("%d"\n     % 3)\ns = """\n!not shell\n"""\nt = "a\u2028b"\n!ls'
+    parsed = parse_notebook(new_notebook([("code", source, [])]).encode(), "n.ipynb")
+    code = extract(parsed, EX, parsed.code_cells()).source.decode()
+    assert code.split("\n")[:7] == [
+        'x = ("%d"',
+        "     % 3)",
+        's = """',
+        "!not shell",
+        '"""',
+        't = "a\u2028b"',
+        "pass",
+    ]
+    compile(code, "n", "exec")
+
+
 def test_tags_choose_the_cells_and_lines_are_named_by_cell(tmp_path):
     write(tmp_path, {"hw.ipynb": lesson({EX: "a = 1\nb = 2", "ex01_attention_by_hand": "c = 3"},
                                         extra=[("code", "junk(", [])])})  # fmt: skip

@@ -35,6 +35,7 @@ from pathlib import Path
 from . import cli  # used at call time only: cli imports this module for its COMMANDS
 from .budget import EXERCISE_FACTOR
 from .lms import analytics, gradebook
+from .lms import similarity as similar
 from .lms.intake import Entry, discover, fingerprint
 from .lms.messages import msg
 from .lms.progress import Progress
@@ -114,6 +115,12 @@ def batch_parser() -> argparse.ArgumentParser:
         help="time one submission's code may take in all, its checks then fail as timed out "
         "(default: 120, or less to fit --submission-timeout)",
     )
+    p.add_argument(
+        "--similarity",
+        action="store_true",
+        help="also compare every pair of submissions per exercise (copydetect; the class report lists them)",
+    )
+    p.add_argument("--similarity-threshold", type=float, default=None, metavar="F", help="default 0.5")
     p.add_argument(
         "--retry-errors",
         action="store_true",
@@ -430,7 +437,9 @@ def write_summaries(
     manifests = project.load_manifests(settings.exercises)
     results = [r for e in entries if (r := store.load(e.student)) is not None]
     write_atomic(store.root / "gradebook.csv", gradebook.render(results, manifests))
-    figures = analytics.analyse(results, manifests, settings.seed, settings.lang)
+    figures = analytics.analyse(
+        results, manifests, settings.seed, settings.lang, similarity=similar.load(store.root)
+    )
     write_atomic(store.root / "analytics.json", figures.model_dump_json(indent=2) + "\n")
     write_atomic(store.root / "class_report.html", analytics.render_html(figures))
     return store.root / "gradebook.csv", store.root / "class_report.html"
@@ -460,6 +469,11 @@ def _raise_interrupted(signum, frame) -> None:
 def cmd_batch(argv: list[str], project: Project) -> int:
     args = batch_parser().parse_args(argv)
     check_folders(args)
+    if args.similarity:  # fail now, not after grading the class
+        try:
+            similar._copydetect()
+        except similar.SimilarityUnavailable as exc:
+            raise cli.UsageError(str(exc)) from None
     manifests = project.load_manifests(args.exercise)  # a bad manifest stops here, before any job starts
     store = ResultStore(args.out)
     try:
@@ -511,6 +525,10 @@ def _run(
     progress.close()
     seconds = time.monotonic() - started
     done = sum(1 for e in entries if store.result_path(e.student).exists())
+    if args.similarity and status == EXIT_OK:
+        ids = [m.id for m in manifests]
+        threshold = similar.THRESHOLD if args.similarity_threshold is None else args.similarity_threshold
+        similar.run(entries, project, ids, store.root, settings.lang, threshold)
     gradebook_path, report_path = write_summaries(entries, store, settings, project)
     startup = dispatcher.first_ready - started if dispatcher.first_ready else 0.0
     run = {"graded": progress.graded_now, "seconds": round(seconds, 3), "jobs": dispatcher.memory(),

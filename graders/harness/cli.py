@@ -23,6 +23,7 @@ from pathlib import Path
 from .batch import cmd_batch
 from .distribution import cmd_build
 from .i18n import Lang, say
+from .lms.similarity import cmd_similarity
 from .project import ManifestError, Project, default_project
 from .scaffold import cmd_new
 from .validate import cmd_validate
@@ -63,7 +64,8 @@ def grade_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="grade.py",
         description="Grade a submission of the attention lesson in a sandbox and print a scored report.",
-        epilog="Other commands: schema, validate, new, build, batch (python grade.py COMMAND --help).",
+        epilog="Other commands: schema, validate, new, build, batch, similarity "
+        "(python grade.py COMMAND --help).",
     )
     parser.add_argument(
         "path",
@@ -181,6 +183,7 @@ COMMANDS: dict[str, Callable[[list[str], Project], int]] = {
     "build": cmd_build,
     "validate": cmd_validate,
     "new": cmd_new,
+    "similarity": cmd_similarity,
 }
 
 

@@ -25,8 +25,10 @@ cells are numbered from 1 in notebook order, Markdown cells included, as a reade
 
 from __future__ import annotations
 
+import io
 import json
 import re
+import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -206,6 +208,33 @@ class Extracted:
         return f'{self.notebook}", cell {at[0]}, line {at[1]}' if at else f'{self.notebook}"'
 
 
+def code_lines(source: str) -> list[str]:
+    """`source` cut into lines as the interpreter cuts them (\\n, \\r\\n, \\r; not str.splitlines's
+    form feeds and Unicode separators, which may sit inside a string literal)."""
+    lines = re.split(r"\r\n|\r|\n", source)
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
+def statement_starts(lines: list[str]) -> set[int]:
+    """The 1-based lines of `lines` on which a statement may start: not inside brackets, a string
+    or a backslash continuation (only there is `%…` or `!…` IPython syntax rather than Python).
+    Past a point the tokenizer cannot go, every line counts."""
+    starts, depth, last = {1}, 0, 0
+    text = "".join(line + "\n" for line in lines)
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            last = tok.end[0]
+            if tok.type == tokenize.OP and tok.string in "([{":
+                depth += 1
+            elif tok.type == tokenize.OP and tok.string in ")]}":
+                depth = max(0, depth - 1)
+            elif tok.type in (tokenize.NEWLINE, tokenize.NL) and depth == 0:
+                starts.add(tok.end[0] + 1)
+    except (tokenize.TokenError, SyntaxError):
+        starts.update(range(last + 1, len(lines) + 1))
+    return starts
+
+
 def extract(notebook: Notebook, exercise_id: str, cells: list[Cell]) -> Extracted:
     """The code of `cells` (of `notebook`) as one module, IPython syntax dropped line for line."""
     out: list[str] = []
@@ -215,12 +244,14 @@ def extract(notebook: Notebook, exercise_id: str, cells: list[Cell]) -> Extracte
         if CELL_MAGIC.match(cell.source):  # %%time, %%capture, %%bash…: not Python
             continue
         used.append(cell.number)
-        for number, line in enumerate(cell.source.splitlines(), 1):
-            magic = MAGIC_LINE.match(line)
+        cell_lines = code_lines(cell.source)
+        starts = statement_starts(cell_lines) if any(MAGIC_LINE.match(x) for x in cell_lines) else set()
+        for number, line in enumerate(cell_lines, 1):
+            magic = MAGIC_LINE.match(line) if number in starts else None
             out.append(f"{magic.group(1)}pass" if magic else line)
             lines.append((cell.number, number))
         out.append("")  # a blank line between cells: a cell's last block ends with it
-        lines.append((cell.number, len(cell.source.splitlines()) + 1))
+        lines.append((cell.number, len(cell_lines) + 1))
     source = "\n".join(out).encode("utf-8", "surrogatepass")
     if len(source) > MAX_CODE_BYTES:
         raise _fault("nb_code_too_large", file=notebook.name, exercise=exercise_id, cap=MAX_CODE_BYTES)
