@@ -191,11 +191,24 @@ def compare(codes: dict[str, str], starter: str, threshold: float) -> list[tuple
         candidates.update(itertools.combinations(sorted(students), 2))
     found = []
     for a, b in sorted(candidates):
+        if _bound(prints[a], prints[b]) < threshold:
+            continue
         tokens, (sim_a, sim_b), (slices_a, slices_b) = cd.compare_files(prints[a], prints[b])
         sim_a, sim_b = (min(float(s), 1.0) if s == s else 0.0 for s in (sim_a, sim_b))
         if max(sim_a, sim_b) >= threshold:
             found.append((a, b, sim_a, sim_b, int(tokens), slices_a, slices_b))
     return sorted(found, key=lambda f: (-max(f[2], f[3]), f[0], f[1]))
+
+
+def _bound(fa, fb) -> float:
+    """An upper bound of both sides' overlap, from the fingerprints they share alone: each shared
+    position covers at most k tokens. Pairs below the threshold by it are not compared."""
+    shared = fa.hashes & fb.hashes
+    bounds = []
+    for fp in (fa, fb):
+        positions = sum(len(fp.hash_idx[h]) for h in shared)
+        bounds.append(positions * fp.k / fp.token_coverage if fp.token_coverage else 0.0)
+    return max(bounds)
 
 
 def _segments(code: str, slices) -> list[tuple[str, bool]]:
