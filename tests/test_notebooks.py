@@ -197,6 +197,19 @@ def test_syntax_error_and_builtin_use_name_the_cell(tmp_path, pool):
     assert ", cell 5)" in by_hand.message
 
 
+def test_grade_py_takes_a_notebook_path(tmp_path, capsys):
+    from graders.harness.cli import main
+
+    assert main([str(tmp_path / "nope.ipynb")]) == 2
+    assert "nope.ipynb: no such notebook" in capsys.readouterr().err
+    path = tmp_path / "mine.ipynb"
+    path.write_text(lesson({EX: REF[EX]}), encoding="utf-8")
+    out = tmp_path / "report.json"
+    assert main([str(path), "--format", "json", "--out", str(out), "--exercise", EX, "--seed", "2"]) == 0
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert report["score"] == report["max_score"] > 0 and report["submission"] == str(path)
+
+
 # ---------------------------------------------------------------- batch and Gradescope
 
 

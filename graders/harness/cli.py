@@ -97,7 +97,7 @@ def prepare_submission(project: Project, path: str | None, notice: Callable[[str
         return folder
     folder = Path(path)
     if not folder.exists():
-        raise UsageError(f"{folder}: no such folder")
+        raise UsageError(f"{folder}: no such {'notebook' if folder.suffix.lower() == '.ipynb' else 'folder'}")
     if folder.suffix.lower() == ".ipynb" and folder.is_file():  # a notebook: its tagged cells (see notebook)
         return folder
     if not folder.is_dir():
