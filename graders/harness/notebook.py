@@ -136,7 +136,7 @@ def parse_notebook(data: bytes, name: str) -> Notebook:
     if raw["nbformat"] not in (3, 4):
         raise _fault("nb_not_notebook", file=name, detail=f"unsupported format version {raw['nbformat']}")
     try:
-        nb = nbformat.reads(text, as_version=nbformat.NO_CONVERT, capture_validation_error={})
+        nb = nbformat.reader.reads(text)  # nbformat.reads would log its validation errors: said below
         nb = nbformat.convert(nb, 4)
         nbformat.validate(nb)
     except nbformat.ValidationError as exc:
@@ -144,6 +144,8 @@ def parse_notebook(data: bytes, name: str) -> Notebook:
         raise _fault(
             "nb_not_notebook", file=name, detail=f"it does not follow the format ({detail})"
         ) from None
+    except (nbformat.reader.NotJSONError, nbformat.NBFormatError) as exc:
+        raise _fault("nb_not_notebook", file=name, detail=str(exc)[:200]) from None
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
         detail = f"{type(exc).__name__}: {str(exc)[:200]}"
         raise _fault("nb_not_notebook", file=name, detail=detail) from None
