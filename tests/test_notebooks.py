@@ -100,6 +100,14 @@ def test_a_notebook_over_the_cap_is_refused_before_it_is_parsed(tmp_path):
     assert "larger than" in fault(tmp_path) and "big.ipynb" in fault(tmp_path)
 
 
+def test_code_over_the_cap_is_refused_naming_notebook_and_exercise(tmp_path):
+    from graders.harness.notebook import MAX_CODE_BYTES
+
+    write(tmp_path, {"hw.ipynb": lesson({EX: "x = 1\n" * (MAX_CODE_BYTES // 6 + 1)})})
+    message = fault(tmp_path)
+    assert f"code of exercise {EX} in the notebook hw.ipynb is over {MAX_CODE_BYTES} bytes" in message
+
+
 def test_magics_and_shell_lines_are_dropped_line_for_line_and_outputs_ignored():
     nb = json.loads(new_notebook([("code", "%%time\nx = 1", []), ("code", "import torch\n!pip install x\n"
                                   "for i in range(2):\n    %time y = i\nz = 3", [])]))  # fmt: skip
