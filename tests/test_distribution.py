@@ -380,6 +380,18 @@ def test_missing_part_is_named_and_nothing_written(tmp_path, capsys):
     assert "reference/ex_a.py" in capsys.readouterr().err
 
 
+def test_build_refuses_what_validate_rejects_and_writes_nothing(tmp_path, capsys):
+    project = Project(tmp_path / "course")
+    new_exercise(project, "ex01_untouched")  # the scaffold: TODO titles that must not reach students
+    (project.root / "grade.py").write_text("", encoding="utf-8")
+    dest = tmp_path / "out"
+    for kind in ("student", "autograder"):
+        assert main(["build", kind, str(dest)], project) == 2
+        err = capsys.readouterr().err
+        assert "`grade.py validate` rejects it" in err and "TODO(grade.py new)" in err
+        assert not dest.exists()
+
+
 def test_unknown_kind_is_bad_usage(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["build", "gradebook", str(tmp_path / "out")], PROJECT)

@@ -29,7 +29,7 @@ import tomllib
 
 from .models import ExerciseManifest
 from .project import Project
-from .validate import check_id_of
+from .validate import check_id_of, static_problems
 
 Kind = Literal["student", "autograder"]
 KINDS: tuple[Kind, ...] = ("student", "autograder")
@@ -138,6 +138,11 @@ def _check_parts(project: Project, manifests: list[ExerciseManifest], kind: Kind
         missing.append("grade.py")
     if missing:
         raise DistributionError(f"cannot build the {kind} distribution, missing: {', '.join(missing)}")
+    rejected = [f"{m.id}: {p.en}" for m in manifests for p in static_problems(project, m)]
+    if rejected:
+        raise DistributionError(
+            f"cannot build the {kind} distribution: `grade.py validate` rejects it: {'; '.join(rejected)}"
+        )
 
 
 def _check_destination(project: Project, dest: Path) -> None:
@@ -379,7 +384,7 @@ def cmd_build(argv: list[str], project: Project) -> int:
         parser.error("--notebook goes with the student build")
     try:
         if args.notebook:
-            from .cli import default_lang
+            from .i18n import default_lang
 
             lang = args.lang or default_lang()
             written = write_distribution(
