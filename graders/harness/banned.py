@@ -235,14 +235,27 @@ class BuiltByHand:
     `static()` reads the file (as bytes, never run here); `tripwire()` asks the worker, so call it
     after the submission's code has run; `findings()` is both, static first."""
 
-    def __init__(self, student, path, banned: Sequence[str]) -> None:
+    def __init__(self, student, path, banned: Sequence[str], origin=None) -> None:
         self.student, self.path, self.banned = student, path, list(banned)
+        self.origin = origin  # a notebook's cells (see `notebook`): lines are then those of a cell
 
     def static(self) -> list[Finding]:
-        return static_findings(read_submission_file(self.path), self.banned)
+        data = self.origin.read() if self.origin is not None else read_submission_file(self.path)
+        return self._placed(static_findings(data, self.banned))
 
     def tripwire(self) -> list[Finding]:
-        return tripwire_findings(self.student) if self.banned else []
+        return self._placed(tripwire_findings(self.student)) if self.banned else []
+
+    def _placed(self, findings: list[Finding]) -> list[Finding]:
+        """In a notebook, a finding's line is that of its cell, and the cell is named with what it found."""
+        cell_line = getattr(self.origin, "cell_line", None)
+        if cell_line is None:
+            return findings
+        out = []
+        for f in findings:
+            at = cell_line(f.line)
+            out.append(Finding(f.kind, f"{f.what}, cell {at[0]}", at[1]) if at else f)
+        return out
 
     def findings(self) -> list[Finding]:
         return self.static() + self.tripwire()

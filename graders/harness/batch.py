@@ -35,6 +35,7 @@ from pathlib import Path
 from .budget import EXERCISE_FACTOR
 from .i18n import default_lang
 from .lms import analytics, gradebook
+from .lms import similarity as similar
 from .lms.intake import Entry, discover, fingerprint
 from .lms.messages import msg
 from .lms.progress import Progress
@@ -114,6 +115,12 @@ def batch_parser() -> argparse.ArgumentParser:
         help="time one submission's code may take in all, its checks then fail as timed out "
         "(default: 120, or less to fit --submission-timeout)",
     )
+    p.add_argument(
+        "--similarity",
+        action="store_true",
+        help="also compare every pair of submissions per exercise (copydetect; the class report lists them)",
+    )
+    p.add_argument("--similarity-threshold", type=float, default=None, metavar="F", help="default 0.5")
     p.add_argument(
         "--retry-errors",
         action="store_true",
@@ -428,7 +435,9 @@ def write_summaries(
     manifests = project.load_manifests(settings.exercises)
     results = [r for e in entries if (r := store.load(e.student)) is not None]
     write_atomic(store.root / "gradebook.csv", gradebook.render(results, manifests))
-    figures = analytics.analyse(results, manifests, settings.seed, settings.lang)
+    figures = analytics.analyse(
+        results, manifests, settings.seed, settings.lang, similarity=similar.load(store.root)
+    )
     write_atomic(store.root / "analytics.json", figures.model_dump_json(indent=2) + "\n")
     write_atomic(store.root / "class_report.html", analytics.render_html(figures))
     return store.root / "gradebook.csv", store.root / "class_report.html"
@@ -458,6 +467,11 @@ def _raise_interrupted(signum, frame) -> None:
 def cmd_batch(argv: list[str], project: Project) -> int:
     args = batch_parser().parse_args(argv)
     check_folders(args)
+    if args.similarity:  # fail now, not after grading the class
+        try:
+            similar._copydetect()
+        except similar.SimilarityUnavailable as exc:
+            raise UsageError(str(exc)) from None
     manifests = project.load_manifests(args.exercise)  # a bad manifest stops here, before any job starts
     store = ResultStore(args.out)
     try:
@@ -509,6 +523,10 @@ def _run(
     progress.close()
     seconds = time.monotonic() - started
     done = sum(1 for e in entries if store.result_path(e.student).exists())
+    if args.similarity and status == EXIT_OK:
+        ids = [m.id for m in manifests]
+        threshold = similar.THRESHOLD if args.similarity_threshold is None else args.similarity_threshold
+        similar.run(entries, project, ids, store.root, settings.lang, threshold)
     gradebook_path, report_path = write_summaries(entries, store, settings, project)
     startup = dispatcher.first_ready - started if dispatcher.first_ready else 0.0
     run = {"graded": progress.graded_now, "seconds": round(seconds, 3), "jobs": dispatcher.memory(),
@@ -532,3 +550,43 @@ if __name__ == "__main__":
     from .lms.job import main
 
     sys.exit(main())
+
+
+def cmd_similarity(argv: list[str], project: Project) -> int:
+    """`similarity SUBMISSIONS --out OUT`: the report for a graded batch; rewrites its class report."""
+    parser = argparse.ArgumentParser(
+        prog="grade.py similarity",
+        description="Compare every pair of submissions of a graded batch, per exercise (copydetect), and "
+        "add the pairs that share code to its class report and analytics.json.",
+    )
+    parser.add_argument("submissions", type=Path, help="the folder the batch graded")
+    parser.add_argument("--out", type=Path, required=True, help="the batch's results folder")
+    parser.add_argument(
+        "--threshold", type=float, default=similar.THRESHOLD, help=f"default {similar.THRESHOLD}"
+    )
+    args = parser.parse_args(argv)
+    if not args.submissions.is_dir():
+        raise UsageError(f"{args.submissions}: not a folder")
+    if not 0 < args.threshold <= 1:
+        raise UsageError(f"--threshold {args.threshold}: give a share between 0 and 1")
+    store = ResultStore(args.out)
+    stored = store.read_settings()
+    if not stored or "settings" not in stored:
+        raise UsageError(f"{args.out}: not the results folder of a batch (run grade.py batch first)")
+    settings = BatchSettings(**stored["settings"])
+    try:
+        similar._copydetect()
+        store.open()
+    except similar.SimilarityUnavailable as exc:
+        raise UsageError(str(exc)) from None
+    except StoreBusy as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        entries = discover(args.submissions.resolve())
+        ids = [m.id for m in project.load_manifests(settings.exercises)]
+        found = similar.run(entries, project, ids, store.root, settings.lang, args.threshold)
+        _, report = write_summaries(entries, store, settings, project)
+    finally:
+        store.close()
+    print(f"similarity: {len(found.pairs)} pairs at or above {args.threshold:g}; {report}")
+    return 0

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .distribution import DistributionError, write_distribution
+from .i18n import LANGS, default_lang
 from .lms.gradescope_build import write_gradescope_zip
 from .project import Project
 
@@ -40,9 +41,23 @@ def cmd_build(argv: list[str], project: Project) -> int:
     parser.add_argument(
         "--exercise", action="append", default=None, metavar="ID", help="only this exercise (repeatable)"
     )
+    parser.add_argument(
+        "--notebook",
+        action="store_true",
+        help="student build: also a Jupyter notebook per exercise (notebooks/<id>.ipynb) that grades itself",
+    )
+    parser.add_argument("--lang", choices=list(LANGS), default=None, help="language of the notebooks")
     args = parser.parse_args(argv)
+    if args.notebook and args.kind != "student":
+        parser.error("--notebook goes with the student build")
     try:
-        written = BUILDERS[args.kind](project, args.dest, args.exercise)
+        if args.notebook:
+            lang = args.lang or default_lang()
+            written = write_distribution(
+                project, args.dest, "student", exercises=args.exercise, notebooks=lang
+            )
+        else:
+            written = BUILDERS[args.kind](project, args.dest, args.exercise)
     except DistributionError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from .batch import cmd_batch
+from .batch import cmd_batch, cmd_similarity
 from .build import cmd_build
 from .i18n import Lang, Text, default_lang, say
 from .lms.intake import REPORT_SUFFIX
@@ -50,13 +50,14 @@ def grade_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="grade.py",
         description="Grade a submission of this course's exercises in a sandbox and print a scored report.",
-        epilog="Other commands: schema, validate, new, build, batch (python grade.py COMMAND --help).",
+        epilog="Other commands: schema, validate, new, build, batch, similarity "
+        "(python grade.py COMMAND --help).",
     )
     parser.add_argument(
         "path",
         nargs="?",
         default=None,
-        help="submission folder (default: submission/, created from the template)",
+        help="submission folder, or a Jupyter notebook (default: submission/, created from the template)",
     )
     formats = ["text", "html", "md", "json", "gradescope", "prairielearn", "junit"]
     parser.add_argument("--format", choices=formats, default="text")
@@ -85,7 +86,9 @@ def prepare_submission(project: Project, path: str | None, notice: Callable[[Tex
         return folder
     folder = Path(path)
     if not folder.exists():
-        raise UsageError(f"{folder}: no such folder")
+        raise UsageError(f"{folder}: no such {'notebook' if folder.suffix.lower() == '.ipynb' else 'folder'}")
+    if folder.suffix.lower() == ".ipynb" and folder.is_file():  # a notebook: its tagged cells (see notebook)
+        return folder
     if not folder.is_dir():
         raise UsageError(f"{folder}: not a folder (give the folder that holds your exercise files)")
     return folder
@@ -116,6 +119,8 @@ def cmd_grade(argv: list[str], project: Project) -> int:
         raise UsageError(say("watch_format")(lang))
     folder = prepare_submission(project, args.path, lambda text: print(text(lang), file=sys.stderr))
     if args.watch:
+        if folder.is_file():  # a notebook: it is saved as one file, and its last cell grades it
+            raise UsageError(f"{folder}: --watch takes a folder of .py files, not a notebook")
         return cmd_watch(args, project, folder, lang)
     progress = CheckProgress(sys.stderr.fileno()) if sys.stderr.isatty() else None
     try:
@@ -237,6 +242,7 @@ COMMANDS: dict[str, Callable[[list[str], Project], int]] = {
     "build": cmd_build,
     "validate": cmd_validate,
     "new": cmd_new,
+    "similarity": cmd_similarity,
 }
 
 

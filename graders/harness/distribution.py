@@ -59,7 +59,7 @@ same but is far larger):
 python3 -m venv .venv
 source .venv/bin/activate            # Windows: .venv\\Scripts\\activate
 pip install torch --index-url https://download.pytorch.org/whl/cpu
-pip install numpy pydantic jinja2 pytest markdown-it-py
+pip install numpy pydantic jinja2 pytest markdown-it-py nbformat
 ```
 
 macOS 和 Windows 上 `pip install torch` 本来就是 CPU 版。On macOS and Windows a plain
@@ -75,11 +75,17 @@ class DistributionError(Exception):
 
 
 def write_distribution(
-    project: Project, dest: Path, kind: Kind, *, exercises: list[str] | None = None
+    project: Project,
+    dest: Path,
+    kind: Kind,
+    *,
+    exercises: list[str] | None = None,
+    notebooks: str | None = None,
 ) -> list[Path]:
     """Write the `kind` distribution of `project` into `dest` (absent or empty); return the files written.
 
-    `exercises` limits the build to those ids (default: every exercise). Raises `DistributionError`
+    `exercises` limits the build to those ids (default: every exercise); `notebooks` (a language)
+    also writes `notebooks/<id>.ipynb` for each (see `notebook.exercise_notebook`). Raises `DistributionError`
     (one line, naming the files at fault) when `dest` is not usable, a part of an exercise is
     missing or a hidden check cannot be removed cleanly; `ManifestError` for an invalid manifest.
     Nothing is written unless the whole build can be made.
@@ -91,6 +97,8 @@ def write_distribution(
     manifests = project.load_manifests(exercises)
     _check_parts(project, manifests, kind)
     files = _student_files(project, manifests) if kind == "student" else _autograder_files(project, manifests)
+    if notebooks is not None:
+        files |= _notebooks(project, manifests, notebooks)
     written = []
     for relative, content in files.items():
         target = dest / relative
@@ -102,6 +110,20 @@ def write_distribution(
             target.write_text(content, encoding="utf-8")
         written.append(target)
     return written
+
+
+def _notebooks(project: Project, manifests: list[ExerciseManifest], lang: str) -> Files:
+    from .notebook import exercise_notebook
+
+    return {
+        Path("notebooks") / f"{m.id}.ipynb": exercise_notebook(
+            project.statement_path(m.id, lang).read_text(encoding="utf-8"),
+            project.template_path(m.id).read_text(encoding="utf-8"),
+            m.id,
+            lang,
+        )
+        for m in manifests
+    }
 
 
 def _check_parts(project: Project, manifests: list[ExerciseManifest], kind: Kind) -> None:

@@ -103,9 +103,12 @@ def grade_entry(
             problem = "not_submission" if entry.kind == "other" else "link_entry"
             raise Refusal(problem, msg(problem, source=entry.source))
         with tempfile.TemporaryDirectory(prefix="agw-batch-") as tmp:
-            folder = entry.path if entry.kind == "dir" else unpack_zip(entry.path, Path(tmp) / "unpacked")
-            folder = submission_root(folder, ids)
-            require_exercise_files(folder, ids)
+            if entry.kind == "notebook":  # graded as it is: its cells are read as bytes, like a .py
+                folder = entry.path
+            else:
+                folder = entry.path if entry.kind == "dir" else unpack_zip(entry.path, Path(tmp) / "unpacked")
+                folder = submission_root(folder, ids)
+                require_exercise_files(folder, ids)
             if grader is not None:
                 report = grader.grade(folder, seed=settings.seed, lang=settings.lang)
             else:
