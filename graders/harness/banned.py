@@ -239,7 +239,19 @@ class BuiltByHand:
         self.student, self.path, self.banned = student, path, list(banned)
 
     def static(self) -> list[Finding]:
-        return static_findings(read_submission_file(self.path), self.banned)
+        """Findings in the exercise's file, then in each file of the submission it imports (their
+        `what` starts with that file's name: the line is a line of that file)."""
+        from .sandbox.client import ALLOWED_IMPORTS
+        from .siblings import sibling_sources
+
+        data = read_submission_file(self.path)
+        found = static_findings(data, self.banned)
+        if not self.banned:
+            return found
+        for file, source in sibling_sources(self.path.parent, data, ALLOWED_IMPORTS).values():
+            findings = static_findings(source, self.banned)
+            found += [Finding(f.kind, f"{file}: {f.what}", f.line) for f in findings]
+        return found
 
     def tripwire(self) -> list[Finding]:
         return tripwire_findings(self.student) if self.banned else []

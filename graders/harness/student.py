@@ -36,7 +36,15 @@ from .errors import (
 )
 from .i18n import say
 from .sandbox import wire
-from .sandbox.client import CapturedOutput, SandboxFailure, SandboxPool, SandboxWorker, WorkerTimeout
+from .sandbox.client import (
+    ALLOWED_IMPORTS,
+    CapturedOutput,
+    SandboxFailure,
+    SandboxPool,
+    SandboxWorker,
+    WorkerTimeout,
+)
+from .siblings import sibling_sources
 
 MAX_SOURCE_BYTES = 1 << 20
 MEMORY_ERROR = re.compile(
@@ -123,6 +131,7 @@ class ModuleSlot:
     load_error: StudentFault | None = None
     generation: int = 0  # the worker generation it is loaded in; 0: none
     banned: tuple[str, ...] = ()  # names the worker's tripwire watches for this module (see `banned`)
+    siblings: dict[str, tuple[str, bytes]] = field(default_factory=dict)  # files it imports (`siblings`)
     objects: dict[str, RemoteObject] = field(default_factory=dict)  # module attributes read, see below
 
     def __post_init__(self) -> None:
@@ -197,9 +206,12 @@ class StudentSession:
             try:
                 if slot.base is not None:  # the student's file first: its own problems are reported as such
                     self._ensure(slot.base)
+                    slot.siblings = slot.base.siblings
                     slot.source = slot.base.source + b"\n\n" + slot.suffix
                 else:
-                    slot.source = read_submission_file(slot.path)
+                    source = read_submission_file(slot.path)
+                    slot.siblings = sibling_sources(slot.path.parent, source, ALLOWED_IMPORTS)
+                    slot.source = source
             except SubmissionFileError as exc:
                 slot.load_error = exc
                 raise
@@ -217,9 +229,13 @@ class StudentSession:
         if not fresh:  # a fault here is the other module's doing: it costs this check, nothing more
             header = {"op": "load", "module": PRELUDE_MODULE, "filename": "<prelude>"}
             self._exchange(slot, header, [prelude(slot.seed)])
-        header = {"op": "load", "module": slot.name, "filename": slot.path.name, "banned": list(slot.banned)}
+        header = {
+            "op": "load", "module": slot.name, "filename": slot.path.name, "banned": list(slot.banned),
+            "siblings": [[name, file] for name, (file, _) in slot.siblings.items()],
+        }  # fmt: skip
+        buffers = [slot.source, *(data for _, data in slot.siblings.values())]
         try:
-            reply = self._exchange(slot, header, [slot.source])
+            reply = self._exchange(slot, header, buffers)
         except StudentFault as exc:  # a load that hangs or kills its worker does so every time: fail fast
             slot.load_error = exc
             raise
@@ -231,6 +247,8 @@ class StudentSession:
     def _load_fault(self, slot: ModuleSlot, err: dict) -> StudentFault:
         file = slot.path.name
         if err.get("syntax"):
+            siblings = {name for name, _ in slot.siblings.values()}
+            file = err.get("file") if err.get("file") in siblings else file  # a sibling's own mistake
             return SubmissionFileError(say("syntax_error", file=file, message=err.get("message", "")))
         if err.get("import_refused"):
             return SubmissionFileError(say("import_refused", message=err.get("message", "")))
@@ -261,6 +279,8 @@ class StudentSession:
         sources = {
             s.path.name: s.source for s in self.slots.values() if s.source is not None and s.base is None
         }
+        for slot in self.slots.values():
+            sources.update({file: data for file, data in slot.siblings.values() if file not in sources})
         for frame in reversed(frames if isinstance(frames, list) else []):
             if not (isinstance(frame, list) and len(frame) == 3 and type(frame[1]) is int):
                 continue
