@@ -132,6 +132,7 @@ class ModuleSlot:
     generation: int = 0  # the worker generation it is loaded in; 0: none
     banned: tuple[str, ...] = ()  # names the worker's tripwire watches for this module (see `banned`)
     siblings: dict[str, tuple[str, bytes]] = field(default_factory=dict)  # files it imports (`siblings`)
+    provided: dict[str, bytes] = field(default_factory=dict)  # trusted sources for siblings (`with_siblings`)
     objects: dict[str, RemoteObject] = field(default_factory=dict)  # module attributes read, see below
 
     def __post_init__(self) -> None:
@@ -192,6 +193,20 @@ class StudentSession:
             )  # fmt: skip
         return StudentModule(self, self.slots[derived])
 
+    def with_siblings(self, name: str, provided: dict[str, bytes], tag: str) -> StudentModule:
+        """Module `name` as the student wrote it, loaded as a module of its own in which the sibling
+        modules named in `provided` are trusted sources (e.g. a correct earlier exercise) instead of
+        the student's files: a later part is graded on its own, whatever the earlier part does or
+        whether its file exists (error carried forward). Limits and output stay the student's."""
+        base = self.slots[name]
+        derived = f"{name}__{tag}"
+        if derived not in self.slots:
+            self.slots[derived] = ModuleSlot(
+                derived, base.path, base.seed, base.call_seconds, label=base.label, banned=base.banned,
+                provided=dict(provided),
+            )  # fmt: skip
+        return StudentModule(self, self.slots[derived])
+
     def current(self, slot: ModuleSlot) -> bool:
         """Is `slot`'s module loaded in a worker that is still alive?"""
         return self.worker is not None and self.worker.alive and slot.generation == self.generation
@@ -210,7 +225,7 @@ class StudentSession:
                     slot.source = slot.base.source + b"\n\n" + slot.suffix
                 else:
                     source = read_submission_file(slot.path)
-                    slot.siblings = sibling_sources(slot.path.parent, source, ALLOWED_IMPORTS)
+                    slot.siblings = sibling_sources(slot.path.parent, source, ALLOWED_IMPORTS, slot.provided)
                     slot.source = source
             except SubmissionFileError as exc:
                 slot.load_error = exc
@@ -280,7 +295,8 @@ class StudentSession:
             s.path.name: s.source for s in self.slots.values() if s.source is not None and s.base is None
         }
         for slot in self.slots.values():
-            sources.update({file: data for file, data in slot.siblings.values() if file not in sources})
+            own = {n: v for n, v in slot.siblings.items() if n not in slot.provided}
+            sources.update({file: data for file, data in own.values() if file not in sources})
         for frame in reversed(frames if isinstance(frames, list) else []):
             if not (isinstance(frame, list) and len(frame) == 3 and type(frame[1]) is int):
                 continue
