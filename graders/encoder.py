@@ -118,18 +118,29 @@ def forward(
     return _norm(z, state, second_norm) if second_norm else z
 
 
-def torch_oracle(x: torch.Tensor, state: dict[str, torch.Tensor], heads: int) -> torch.Tensor:
+def torch_layer(
+    state: dict[str, torch.Tensor], heads: int, *, dropout: float = 0.0, norm_first: bool = False
+) -> nn.TransformerEncoderLayer:
     """torch's own `nn.TransformerEncoderLayer(batch_first=True)` in float64 with the student's
-    weights copied in (`in_proj_weight` stacks W_q, W_k, W_v), in eval mode."""
-    embed, ff = x.shape[-1], state["linear1.weight"].shape[0]
-    layer = nn.TransformerEncoderLayer(embed, heads, ff, dropout=0.0, batch_first=True, dtype=torch.float64)
+    weights copied in (`in_proj_weight` stacks W_q, W_k, W_v); its attention has no dropout of its
+    own, as exercise 4's has none."""
+    embed, ff = state["linear1.weight"].shape[1], state["linear1.weight"].shape[0]
+    layer = nn.TransformerEncoderLayer(
+        embed, heads, ff, dropout=dropout, batch_first=True, norm_first=norm_first, dtype=torch.float64
+    )
+    layer.self_attn.dropout = 0.0
     qkv = ("query", "key", "value")
     own = {k: v for k, v in state.items() if not k.startswith(tuple(f"self_attn.{n}." for n in qkv))}
     own["self_attn.in_proj_weight"] = torch.cat([state[f"self_attn.{n}.weight"] for n in qkv])
     own["self_attn.in_proj_bias"] = torch.cat([state[f"self_attn.{n}.bias"] for n in qkv])
     layer.load_state_dict({k: v.double() for k, v in own.items()})
+    return layer
+
+
+def torch_oracle(x: torch.Tensor, state: dict[str, torch.Tensor], heads: int) -> torch.Tensor:
+    """The output of `torch_layer` in eval mode: the independent oracle."""
     with torch.no_grad():
-        return layer.eval()(x.double())
+        return torch_layer(state, heads).eval()(x.double())
 
 
 def variants(x: torch.Tensor, state: dict[str, torch.Tensor], heads: int) -> dict[str, torch.Tensor]:

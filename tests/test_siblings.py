@@ -164,3 +164,37 @@ def test_siblings_in_batch_mode(tmp_path):
     assert alice["score"] == alice["max_score"] > 0
     assert bob["score"] == 0 and "attention_utils.py" in json.dumps(bob)
     assert EX2 in EXERCISES
+
+
+EX7 = "ex07_transformer_encoder_layer"
+
+
+def test_ex07_runs_with_the_students_own_ex04_module(pool, tmp_path):
+    from graders.harness.student import StudentSession
+
+    folder = tmp_path / "submission"
+    folder.mkdir()
+    (folder / f"{EX7}.py").write_bytes(PROJECT.reference_path(EX7).read_bytes())
+    marked = EX4_REF.replace("self.head_dim = ", "self.mine = True\n        self.head_dim = ")
+    (folder / f"{EX4}.py").write_text(marked, encoding="utf-8")
+    session = StudentSession(pool)
+    try:
+        session.add(EX7, folder / f"{EX7}.py", seed=3)
+        layer = session.module(EX7).TransformerEncoderLayer(12, 3, 20, 0.1)
+        modules = {name: (kind, where) for name, kind, where in layer._introspect()["modules"]}
+        assert modules["self_attn"] == ("SimpleMultiHeadAttention", EX4)
+        assert layer.self_attn.mine is True  # the student's file, not the grader's stand-in
+    finally:
+        session.close()
+
+
+@pytest.mark.parametrize("ex04", ["stub", "mutant", "absent"])
+def test_ex07_is_not_charged_for_ex04(grade_files, ex04):
+    files = {f"{EX7}.py": PROJECT.reference_path(EX7)}
+    if ex04 == "stub":
+        files[f"{EX4}.py"] = PROJECT.template_path(EX4)
+    elif ex04 == "mutant":
+        files[f"{EX4}.py"] = PROJECT.root / "tests" / "mutants" / EX4 / "no_scaling.py"
+    report = by_id(grade_files(files, exercises=[EX4, EX7]))
+    assert report[EX7].score == report[EX7].max_score > 0, messages(report[EX7])
+    assert report[EX4].score < report[EX4].max_score
