@@ -266,6 +266,11 @@ class StudentSession:
             file = err.get("file") if err.get("file") in siblings else file  # a sibling's own mistake
             return SubmissionFileError(say("syntax_error", file=file, message=err.get("message", "")))
         if err.get("import_refused"):
+            missing = err.get("missing")
+            if isinstance(missing, list) and len(missing) == 2 and all(isinstance(m, str) for m in missing):
+                module, importer = missing[0].removesuffix(".py"), missing[1] or file
+                text = say("sibling_missing", file=missing[0], module=module, importer=importer)
+                return SubmissionFileError(text)
             return SubmissionFileError(say("import_refused", message=err.get("message", "")))
         if placeholder(err):
             return StudentNotImplemented(say("not_implemented", name=file))

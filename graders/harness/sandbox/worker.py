@@ -173,7 +173,11 @@ class Worker:
                     return original(name, globals, locals, fromlist, level)
                 if level == 0 and name == top and top in self.sibling_sources.get(owner, {}):
                     return self._sibling(owner, top)
-                raise ImportRefused(self._refusal(owner, name, level))
+                refused = ImportRefused(self._refusal(owner, name, level))
+                plain = level == 0 and name.isidentifier() and name.isascii()
+                if plain and name not in sys.modules:  # not a module at all: a file of theirs, missing
+                    refused.missing = (f"{name}.py", str(globals.get("__file__", "")))  # file, importer
+                raise refused
             return original(name, globals, locals, fromlist, level)
 
         return guarded
@@ -342,6 +346,8 @@ class Worker:
             where = [[f.filename, f.lineno, f.name] for f in frames[-MAX_FRAMES:]]
         except BaseException:
             tb, where = "", []
+        missing = getattr(exc, "missing", ()) if type(exc) is ImportRefused else ()
+        missing = [str(m)[:200] for m in missing][:2]
         return {
             "ok": False,
             "error": {
@@ -353,6 +359,7 @@ class Worker:
                 "import_refused": isinstance(exc, ImportRefused),
                 "syntax": isinstance(exc, SyntaxError),
                 "file": str(getattr(exc, "filename", "") or "")[:200] if isinstance(exc, SyntaxError) else "",
+                "missing": missing,  # [file, importer] of a sibling that is not there
             },
         }
 
