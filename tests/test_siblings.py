@@ -52,6 +52,21 @@ def test_ex04_imported_by_another_file_keeps_its_own_classes(grade_files):
     assert got.score == got.max_score > 0, messages(got)
 
 
+def test_a_sibling_may_hold_dataclasses_and_import_other_siblings(grade_files):
+    helper = (
+        "from __future__ import annotations\n\nimport dataclasses\n\nfrom constants import SCALE_POWER\n\n\n"
+        "@dataclasses.dataclass\nclass Scale:\n    power: float = SCALE_POWER\n\n"
+        "    def of(self, d: int) -> float:\n        return d**self.power\n"
+    )
+    ex2 = EX2_REF.replace("import math\n", "import math\n\nfrom scaling import Scale\n", 1).replace(
+        "math.sqrt(d_k)", "Scale().of(d_k)"
+    )
+    assert "Scale().of(d_k)" in ex2
+    files = {f"{EX2}.py": ex2, "scaling.py": helper, "constants.py": "SCALE_POWER = 0.5\n"}
+    ex = by_id(grade_files(files, exercises=[EX2]))[EX2]
+    assert ex.score == ex.max_score, messages(ex)
+
+
 def test_a_missing_sibling_is_named(grade_files):
     report = grade_files({f"{EX2}.py": EX2_WITH_HELPER}, exercises=[EX2])
     ex2 = by_id(report)[EX2]

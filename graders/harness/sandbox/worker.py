@@ -212,6 +212,9 @@ class Worker:
             self.siblings[key] = module
             self.owners[id(module.__dict__)] = owner
             self.student_files.add(filename)
+            previous = sys.modules.get(name)  # dataclasses, typing look a class's module up there
+            if previous is None or self.owner_of(getattr(previous, "__dict__", None)) is not None:
+                sys.modules[name] = module  # never in place of a module of the interpreter
             exec(code, module.__dict__)
         return self.siblings[key]
 
