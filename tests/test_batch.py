@@ -22,7 +22,10 @@ from pathlib import Path
 
 import pytest
 from conftest import PROJECT
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from graders.harness import inert
 from graders.harness.lms.intake import (
     Refusal,
     ZipCaps,
@@ -150,11 +153,33 @@ def test_progress_bar_on_a_terminal_and_lines_otherwise():
     bar, lines = io.StringIO(), io.StringIO()
     on_tty, in_log = Progress(10, 2, bar, bar=True), Progress(10, 2, lines, bar=False)
     for progress in (on_tty, in_log):
-        progress.start -= 2.0  # two seconds in: one submission graded in this run -> 0.5/s, 7 left -> 0:14
+        progress.started()
+        progress.start = time.monotonic() - 2.0  # one graded in 2 s -> 0.5/s, 7 left -> 0:14
         progress.advance(result)
-    assert bar.getvalue().startswith("\r[") and "3/10" in bar.getvalue() and "ETA 0:14" in bar.getvalue()
-    assert "\n" not in bar.getvalue()  # redrawn in place
+    on_tty.close()
+    drawn = bar.getvalue()
+    assert "\r\x1b[2K" in drawn  # redrawn in place
+    assert re.search(r"3/10\S* +0\.5/s  ETA 0:1[45] ada", ANSI.sub("", drawn.split("\r")[-1]))
     assert lines.getvalue() == "[ 3/10] ada: graded 3/4 (0.00 s; 0.5/s, ETA 0:14)\n"
+
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+@settings(max_examples=60, deadline=None, database=None)
+@given(st.text(max_size=40))
+def test_the_progress_bar_shows_a_student_name_as_plain_text(name):
+    result = SubmissionResult(
+        student=name or "x", source="x", status="graded", seed=1, lang="en", score=1, max_score=1
+    )
+    bar = io.StringIO()
+    progress = Progress(3, 0, bar, bar=True)
+    progress.started()
+    progress.advance(result)
+    progress.close()
+    visible = ANSI.sub("", bar.getvalue())  # the bar's own colours and cursor moves
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", visible.replace("\r", ""))
+    assert inert.single_line(result.student)[:24].strip() in visible  # markup shown, not applied
 
 
 # ---------------------------------------------------------------- running a batch
@@ -324,6 +349,13 @@ def test_class_report_and_analytics_show_the_shared_mistake(class_run):
     assert "<img src=x" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html  # autoescaped
     assert f"{100 * 3 / 8:.0f}% (3/8)" in html  # sdpa_scaling's pass rate, as in analytics.json
     assert html.count(named["no_scaling"]["message"]) >= 2  # in the check's row and the class-wide list
+    # every submission not fully graded is listed with its reason, graded ones included
+    listed = {p["student"]: p for p in figures["problems"]}
+    assert listed["syntax"]["status"] == "graded" and listed["syntax"]["problem"] == f"{EX}: file"
+    assert "syntax error" in listed["syntax"]["reason"]
+    assert {"hang", "mallory", "bomb", "empty", "readme.txt"} <= set(listed)
+    assert not {"ada", "ben", "cy", "zed"} & set(listed)  # wrong or unfinished is not "not graded"
+    assert "syntax error" in html
 
 
 # ---------------------------------------------------------------- a job's reports are grade()'s
