@@ -143,6 +143,17 @@ def test_a_file_of_an_allowed_module_name_never_shadows_that_module(grade_files,
     assert sibling_sources(tmp_path / "submission", b"import torch, math\n", ["torch", "math"]) == {}
 
 
+DEEP = {"attributes": "x = a" + ".b" * 200_000 + "\n", "minus_signs": "x = " + "-" * 100_000 + "1\n"}
+
+
+@pytest.mark.parametrize("helper", list(DEEP.values()), ids=list(DEEP))
+def test_a_sibling_nested_past_the_parsers_limits_is_the_students_fault(grade_files, helper):
+    ex4 = EX4_REF.replace("import math\n", "import math\n\nimport helpers  # noqa: F401\n", 1)
+    exercise = by_id(grade_files({f"{EX4}.py": ex4, "helpers.py": helper}, exercises=[EX4]))[EX4]
+    assert exercise.score == 0
+    assert {c.status for c in exercise.checks} == {"failed"}, messages(exercise)
+
+
 def test_a_symlinked_sibling_is_refused_with_its_name(grade_files, tmp_path):
     target = tmp_path / "elsewhere.py"
     target.write_text(EX2_REF, encoding="utf-8")

@@ -205,7 +205,7 @@ def static_findings(data: bytes, banned: Sequence[str]) -> list[Finding]:
         return []
     try:
         tree = ast.parse(read_source(data))
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # nested past the parser's limits
         return []
     scan = _Scan(tree, last_names(banned))
     for node in ast.walk(tree):

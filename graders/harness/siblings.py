@@ -35,7 +35,7 @@ def imported_names(source: bytes) -> list[str]:
 
     try:
         tree = ast.parse(read_source(source))
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # nested past the parser's limits
         return []
     names: list[str] = []
     for node in ast.walk(tree):
