@@ -454,6 +454,15 @@ def with_definitions(student, source: str, tag: str):
     return student._session.derive(student._slot.name, source.encode(), tag)
 
 
+def with_siblings(student, provided: Mapping[str, str], tag: str):
+    """The student's module as written, loaded as a module of its own in which the sibling modules
+    named in `provided` (name -> trusted source, e.g. a correct exercise 4) replace the student's
+    files of those names: a later exercise that imports an earlier one is graded on its own, not
+    charged for the earlier one's mistakes (error carried forward). `tag` names the variant."""
+    encoded = {name: source.encode() for name, source in provided.items()}
+    return student._session.with_siblings(student._slot.name, encoded, tag)
+
+
 def gradients_match_forward(
     forward: Callable[[dict[str, torch.Tensor]], torch.Tensor],
     point: Mapping[str, torch.Tensor],

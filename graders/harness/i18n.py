@@ -184,6 +184,10 @@ CATALOG: dict[str, dict[str, str]] = {
         "zh": "提交文件中不允许这个导入：{message}",
         "en": "An import in the submission is not allowed: {message}",
     },
+    "sibling_missing": {
+        "zh": "{importer} 导入了 {module}，但你的提交中没有文件 {file}；除了你自己提交的文件，只能导入标准库中的常用模块、numpy 和 torch。",
+        "en": "{importer} imports {module}, but your submission has no file {file}; besides the files of your submission, only common standard modules, numpy and torch can be imported.",
+    },
     "missing_name": {
         "zh": "提交文件中没有定义 `{name}`。",
         "en": "The submission does not define `{name}`.",

@@ -35,6 +35,7 @@ from pathlib import Path
 from . import inert
 from .errors import SubmissionFileError
 from .i18n import Text
+from .source import read_submission_file
 
 SUFFIX = ".ipynb"
 MAX_NOTEBOOK_BYTES = 16 << 20  # stored outputs (images) make notebooks large; they are never kept
@@ -311,7 +312,6 @@ class NotebookSources:
         self._parsed: dict[Path, Notebook | SubmissionFileError] = {}
 
     def _notebook(self, path: Path) -> Notebook | SubmissionFileError:
-        from .student import read_submission_file  # the one safe reader of a submission's file
 
         if path not in self._parsed:
             name = inert.display_name(path.name)

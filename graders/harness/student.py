@@ -15,9 +15,7 @@ is noticed; the replacement worker then holds only the modules used after it.
 
 from __future__ import annotations
 
-import os
 import re
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,9 +34,17 @@ from .errors import (
 )
 from .i18n import say
 from .sandbox import wire
-from .sandbox.client import CapturedOutput, SandboxFailure, SandboxPool, SandboxWorker, WorkerTimeout
+from .sandbox.client import (
+    ALLOWED_IMPORTS,
+    CapturedOutput,
+    SandboxFailure,
+    SandboxPool,
+    SandboxWorker,
+    WorkerTimeout,
+)
+from .siblings import sibling_sources
+from .source import MAX_SOURCE_BYTES, read_submission_file  # noqa: F401  (read from here too)
 
-MAX_SOURCE_BYTES = 1 << 20
 MEMORY_ERROR = re.compile(
     r"bad_alloc|can't allocate memory|out of memory|Cannot allocate memory", re.IGNORECASE
 )
@@ -66,33 +72,6 @@ def describe_call(label: str, args=(), kwargs=None) -> str:
         f"{k}={describe_value(v)}" for k, v in (kwargs or {}).items()
     ]
     return f"{label}({', '.join(parts)})"
-
-
-def read_submission_file(path: Path, cap: int = MAX_SOURCE_BYTES) -> bytes:
-    """The bytes of a student's file (at most `cap`), or `SubmissionFileError` naming the file and
-    the problem."""
-    name = path.name
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        raise SubmissionFileError(say("missing_file", file=name)) from None
-    except OSError as exc:
-        raise SubmissionFileError(say("bad_file", file=name, problem=exc.strerror or str(exc))) from None
-    if stat.S_ISLNK(info.st_mode):
-        raise SubmissionFileError(say("bad_file", file=name, problem="symbolic links are refused"))
-    if not stat.S_ISREG(info.st_mode):
-        raise SubmissionFileError(say("bad_file", file=name, problem="not a regular file"))
-    if info.st_size > cap:
-        raise SubmissionFileError(say("bad_file", file=name, problem=f"larger than {cap} bytes"))
-    if info.st_nlink > 1:  # a hard link may point at a file the student could not read (the reference)
-        raise SubmissionFileError(say("bad_file", file=name, problem="hard links are refused"))
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    with os.fdopen(fd, "rb") as fh:
-        opened = os.fstat(fh.fileno())  # the file may have been swapped since lstat
-        if (opened.st_dev, opened.st_ino) != (info.st_dev, info.st_ino) or not stat.S_ISREG(opened.st_mode):
-            problem = "the file changed while it was read"
-            raise SubmissionFileError(say("bad_file", file=name, problem=problem))
-        return fh.read(cap + 1)
 
 
 PRELUDE_MODULE = "_grader_prelude"  # not a valid exercise id: never a student module's name
@@ -124,6 +103,8 @@ class ModuleSlot:
     load_error: StudentFault | None = None
     generation: int = 0  # the worker generation it is loaded in; 0: none
     banned: tuple[str, ...] = ()  # names the worker's tripwire watches for this module (see `banned`)
+    siblings: dict[str, tuple[str, bytes]] = field(default_factory=dict)  # files it imports (`siblings`)
+    provided: dict[str, bytes] = field(default_factory=dict)  # trusted sources for siblings (`with_siblings`)
     objects: dict[str, RemoteObject] = field(default_factory=dict)  # module attributes read, see below
     # where the source comes from when it is not the file `path`: a notebook's cells (see `notebook`);
     # it has read(), display (the file messages name), compile_name, place(line) and translate(text)
@@ -198,6 +179,20 @@ class StudentSession:
             )  # fmt: skip
         return StudentModule(self, self.slots[derived])
 
+    def with_siblings(self, name: str, provided: dict[str, bytes], tag: str) -> StudentModule:
+        """Module `name` as the student wrote it, loaded as a module of its own in which the sibling
+        modules named in `provided` are trusted sources (e.g. a correct earlier exercise) instead of
+        the student's files: a later part is graded on its own, whatever the earlier part does or
+        whether its file exists (error carried forward). Limits and output stay the student's."""
+        base = self.slots[name]
+        derived = f"{name}__{tag}"
+        if derived not in self.slots:
+            self.slots[derived] = ModuleSlot(
+                derived, base.path, base.seed, base.call_seconds, label=base.label, banned=base.banned,
+                provided=dict(provided), origin=base.origin,
+            )  # fmt: skip
+        return StudentModule(self, self.slots[derived])
+
     def current(self, slot: ModuleSlot) -> bool:
         """Is `slot`'s module loaded in a worker that is still alive?"""
         return self.worker is not None and self.worker.alive and slot.generation == self.generation
@@ -212,11 +207,16 @@ class StudentSession:
             try:
                 if slot.base is not None:  # the student's file first: its own problems are reported as such
                     self._ensure(slot.base)
+                    slot.siblings = slot.base.siblings
                     slot.source = slot.base.source + b"\n\n" + slot.suffix
-                elif slot.origin is not None:
-                    slot.source = slot.origin.read()
+                elif slot.origin is not None:  # a notebook's cells: its imports are found the same way
+                    source = slot.origin.read()
+                    slot.siblings = sibling_sources(slot.path.parent, source, ALLOWED_IMPORTS, slot.provided)
+                    slot.source = source
                 else:
-                    slot.source = read_submission_file(slot.path)
+                    source = read_submission_file(slot.path)
+                    slot.siblings = sibling_sources(slot.path.parent, source, ALLOWED_IMPORTS, slot.provided)
+                    slot.source = source
             except SubmissionFileError as exc:
                 slot.load_error = exc
                 raise
@@ -235,13 +235,12 @@ class StudentSession:
             header = {"op": "load", "module": PRELUDE_MODULE, "filename": "<prelude>"}
             self._exchange(slot, header, [prelude(slot.seed)])
         header = {
-            "op": "load",
-            "module": slot.name,
-            "filename": slot.compile_name,
-            "banned": list(slot.banned),
-        }
+            "op": "load", "module": slot.name, "filename": slot.compile_name, "banned": list(slot.banned),
+            "siblings": [[name, file] for name, (file, _) in slot.siblings.items()],
+        }  # fmt: skip
+        buffers = [slot.source, *(data for _, data in slot.siblings.values())]
         try:
-            reply = self._exchange(slot, header, [slot.source])
+            reply = self._exchange(slot, header, buffers)
         except StudentFault as exc:  # a load that hangs or kills its worker does so every time: fail fast
             slot.load_error = exc
             raise
@@ -253,10 +252,16 @@ class StudentSession:
     def _load_fault(self, slot: ModuleSlot, err: dict) -> StudentFault:
         file = slot.display
         if err.get("syntax"):
-            return SubmissionFileError(
-                say("syntax_error", file=file, message=self.translate(err.get("message", "")))
-            )
+            siblings = {name for name, _ in slot.siblings.values()}
+            file = err.get("file") if err.get("file") in siblings else file  # a sibling's own mistake
+            message = self.translate(err.get("message", ""))
+            return SubmissionFileError(say("syntax_error", file=file, message=message))
         if err.get("import_refused"):
+            missing = err.get("missing")
+            if isinstance(missing, list) and len(missing) == 2 and all(isinstance(m, str) for m in missing):
+                module, importer = missing[0].removesuffix(".py"), missing[1] or file
+                text = say("sibling_missing", file=missing[0], module=module, importer=importer)
+                return SubmissionFileError(text)
             return SubmissionFileError(say("import_refused", message=err.get("message", "")))
         if placeholder(err):
             return StudentNotImplemented(say("not_implemented", name=file))
@@ -283,17 +288,25 @@ class StudentSession:
         """ "file, line N: code" for the innermost frame of the student's own files that the grader
         holds the source of (the code line is read from those bytes here, not from the worker)."""
         slots = {s.compile_name: s for s in self.slots.values() if s.source is not None and s.base is None}
+        siblings: dict[str, bytes] = {}
+        for slot in self.slots.values():
+            own = {n: v for n, v in slot.siblings.items() if n not in slot.provided}
+            siblings.update({file: data for file, data in own.values() if file not in slots})
         for frame in reversed(frames if isinstance(frames, list) else []):
             if not (isinstance(frame, list) and len(frame) == 3 and type(frame[1]) is int):
                 continue
             file, line = str(frame[0]), frame[1]
             if file in slots:
-                slot = slots[file]
-                lines = slot.source.decode("utf-8", "replace").splitlines()
-                code = lines[line - 1].strip() if 0 < line <= len(lines) else ""
-                code = code if len(code) <= 160 else code[:159] + "…"
-                place = slot.origin.place(line) if slot.origin is not None else f"{file}, line {line}"
-                return f"{place}: `{code}`" if code else place
+                source, origin = slots[file].source, slots[file].origin
+            elif file in siblings:
+                source, origin = siblings[file], None
+            else:
+                continue
+            lines = source.decode("utf-8", "replace").splitlines()
+            code = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+            code = code if len(code) <= 160 else code[:159] + "…"
+            place = origin.place(line) if origin is not None else f"{file}, line {line}"
+            return f"{place}: `{code}`" if code else place
         return ""
 
     def translate(self, text: str) -> str:

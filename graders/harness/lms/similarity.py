@@ -39,12 +39,11 @@ import jinja2
 from pydantic import BaseModel, ConfigDict, Field
 
 from .. import inert
-from ..banned import read_source
 from ..errors import SubmissionFileError
 from ..i18n import Lang, Text
 from ..notebook import NotebookSources, python_file
 from ..project import Project
-from ..student import read_submission_file
+from ..source import read_source, read_submission_file
 from .intake import Entry, Refusal, submission_root, unpack_zip
 
 NOISE = 25  # k: matches shorter than this many (abstracted) tokens are noise
