@@ -14,16 +14,16 @@ def causal_mask(length):
 def masked_attention(q, k, v, mask=None):
     """Scaled dot-product attention where only keys with mask True count.
 
-    q: (..., L, d_k), k: (..., S, d_k), v: (..., S, d_v); mask: bool, broadcastable to (..., L, S),
-    True = may attend. Returns (context (..., L, d_v), weights (..., L, S)). A query with no key
-    allowed gets zero weights and a zero context (not NaN), and finite gradients.
+    Shapes: q (..., L, d_k), k (..., S, d_k), v (..., S, d_v); the bool mask broadcasts to the
+    scores' (..., L, S), True where a query may attend. Gives (context, weights); a query that may
+    attend no key gets zero weights and a zero context (not NaN), and finite gradients.
     """
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., L, S)
     if mask is None:
         weights = torch.softmax(scores, dim=-1)
         return weights @ v, weights
     allowed = mask.any(dim=-1, keepdim=True)  # (..., L, 1): does the row allow any key?
-    scores = scores.masked_fill(~mask, float("-inf"))  # masked keys: exp(−inf) = 0
+    scores = torch.where(mask, scores, float("-inf"))  # masked keys: exp(−inf) = 0
     scores = scores.masked_fill(~allowed, 0.0)  # a row with no key: finite, so no 0/0 below
     weights = torch.softmax(scores, dim=-1) * allowed  # (..., L, S), zero rows where nothing is allowed
     return weights @ v, weights  # (..., L, d_v), (..., L, S)
@@ -52,8 +52,8 @@ class CrossAttention(nn.Module):
         return t.view(batch, length, self.num_heads, self.head_dim).transpose(1, 2)  # (B, H, n, d_k)
 
     def forward(self, x, memory, memory_mask=None):
-        """x: (B, L, E), memory: (B, S, E), memory_mask: bool (B, S), True = a real memory position.
-        Returns (output (B, L, E), weights (B, H, L, S))."""
+        """Decoder x (B, L, E) asks, encoder memory (B, S, E) answers; memory_mask (B, S) is True at
+        real memory positions. Gives (output (B, L, E), per-head weights (B, H, L, S))."""
         batch, length, _ = x.shape
         q = self._split(self.query(x))  # (B, H, L, d_k): the decoder asks
         k = self._split(self.key(memory))  # (B, H, S, d_k): the encoder answers

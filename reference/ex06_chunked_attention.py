@@ -14,7 +14,7 @@ def chunked_attention(q, k, v, chunk_size):
     """
     if not isinstance(chunk_size, int) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
-    scale = 1 / math.sqrt(q.shape[-1])
+    scale = math.sqrt(q.shape[-1]) ** -1  # 1/√d_k
     lead, length, keys = q.shape[:-2], q.shape[-2], k.shape[-2]
     m = torch.full((*lead, length, 1), float("-inf"), dtype=q.dtype)  # (..., L, 1) running max
     l = torch.zeros((*lead, length, 1), dtype=q.dtype)  # (..., L, 1) running Σ exp  # noqa: E741
