@@ -164,8 +164,8 @@ CAUSAL_TYPE_TEXT = Text(
     en="causal_mask({length}) should return a tensor of shape ({length}, {length}); got {got}.",
 )
 LEAK_TEXT = Text(
-    zh="改动位置 {pos} 及其后的键和值后，查询 {row}（在 {pos} 之前）的 context 变了（最大差 {err:.3g}）：信息从未来泄漏了。",
-    en="After changing the keys and values from position {pos} on, the context of query {row} (before"
+    zh="改动位置 {pos} 及其后的键和值后，查询 {row}（在 {pos} 之前）的输出变了（最大差 {err:.3g}）：信息从未来泄漏了。",
+    en="After changing the keys and values from position {pos} on, the output of query {row} (before"
     " {pos}) moved by up to {err:.3g}: information leaks from the future.",
 )
 EMPTY_ROW_TEXT = Text(
@@ -274,19 +274,24 @@ def test_masked_matches_formula(student, rng, evidence):
 
 @check("masked_no_leakage")
 def test_masked_no_leakage(student, rng):
+    """Both outputs are judged, each as the student returns it: the context, and the weights when
+    they come back as a tensor with one row per query."""
     q, k, v = qkv(rng, CAUSAL_SHAPES)
     length = q.shape[-2]
     mask = full(K.causal(length), (*q.shape[:-1], length))
-    base = expect.tensor(call_masked(student, q, k, v, mask)[0], "context", finite=False)
+    base = [expect.tensor(t, name, finite=False) if name == "context" or isinstance(t, torch.Tensor) else None
+            for t, name in zip(call_masked(student, q, k, v, mask), ("context", "weights"), strict=True)]  # fmt: skip
     for pos in (2, length - 1):
         k2, v2 = k.clone(), v.clone()
         k2[..., pos:, :] = torch.randn(k2[..., pos:, :].shape, generator=rng)
         v2[..., pos:, :] = torch.randn(v2[..., pos:, :].shape, generator=rng)
-        moved = expect.tensor(
-            call_masked(student, q, k2, v2, mask)[0], "context", tuple(base.shape), finite=False
-        )
-        expect.responds(base, moved, "context")
-        early = [(row, err) for row, err in moved_rows(base, moved) if row < pos]
+        moved = call_masked(student, q, k2, v2, mask)
+        context = expect.tensor(moved[0], "context", tuple(base[0].shape), finite=False)
+        expect.responds(base[0], context, "context")
+        pairs = [(base[0], context)]
+        if base[1] is not None and isinstance(moved[1], torch.Tensor) and moved[1].shape == base[1].shape:
+            pairs.append((base[1], moved[1]))
+        early = [(row, err) for before, after in pairs for row, err in moved_rows(before, after) if row < pos]
         if early:
             expect.fail(LEAK_TEXT.format(pos=pos, row=early[0][0], err=early[0][1]))
 

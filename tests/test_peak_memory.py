@@ -51,6 +51,15 @@ def module(pool, tmp_path):
         session.close()
 
 
+@pytest.fixture(scope="module")
+def user_pool():
+    """Workers of an ordinary user (no cgroup): the process's own VmHWM is what is read."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to drop the zygote to nobody")
+    with SandboxPool(run_as=(65534, 65534)) as pool:
+        yield pool
+
+
 def measured(student, call) -> expect.PeakMemory:
     with expect.peak_memory(student) as peak:
         call()
@@ -68,6 +77,13 @@ def test_the_peak_of_one_call_is_what_it_allocated(module, source):
     assert 48 * MIB <= big.growth < 64 * MIB
     small = measured(student, lambda: student.idle())
     assert small.growth < 4 * MIB  # reset before each block: the earlier 48 MiB do not count again
+
+
+def test_without_a_cgroup_the_process_peak_is_read(module, user_pool):
+    _, student = module(user_pool)
+    big = measured(student, lambda: student.hog(48))
+    assert big.source == "process"
+    assert 48 * MIB <= big.growth < 64 * MIB
 
 
 def test_a_failing_call_fails_as_itself_and_leaves_nothing_open(module):
