@@ -168,7 +168,7 @@ def scales_with_sqrt_head_dim(student, rng, state, x, heads) -> bool:
 @check("mha_structure")
 def test_mha_structure(student):
     embed, heads = 12, 3
-    info = student.SimpleMultiHeadAttention(embed, heads)._introspect()
+    info = expect.introspect(student.SimpleMultiHeadAttention(embed, heads))
     params = {name: shape for name, shape, _ in info.get("parameters", [])}
     missing = [
         name for name in M.LAYERS

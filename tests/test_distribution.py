@@ -275,7 +275,15 @@ def test_student_build_leaks_nothing_hidden(student_dist):
 def test_student_build_holds_only_what_students_need(student_dist):
     files = {p.relative_to(student_dist).as_posix() for p in student_dist.rglob("*") if p.is_file()}
     tops = {f.split("/")[0] for f in files}
-    assert tops == {"README.md", "grade.py", "pyproject.toml", "exercises", "graders", "student_template"}
+    assert tops == {
+        "README.md", "grade.py", "pyproject.toml", "course.toml", "exercises", "graders", "student_template"
+    }  # fmt: skip
+    assert Project(student_dist).course() == PROJECT.course()
+    assert (
+        (student_dist / "README.md")
+        .read_text(encoding="utf-8")
+        .startswith(f"# {PROJECT.course().title.zh} · {PROJECT.course().title.en}\n")
+    )
     assert not [
         f for f in files if "__pycache__" in f or f.endswith(".pyc") or f.startswith((".git", "tests/"))
     ]
@@ -378,6 +386,18 @@ def test_missing_part_is_named_and_nothing_written(tmp_path, capsys):
     project.reference_path("ex_a").unlink()
     assert main(["build", "autograder", str(tmp_path / "out")], project) == 2
     assert "reference/ex_a.py" in capsys.readouterr().err
+
+
+def test_build_refuses_what_validate_rejects_and_writes_nothing(tmp_path, capsys):
+    project = Project(tmp_path / "course")
+    new_exercise(project, "ex01_untouched")  # the scaffold: TODO titles that must not reach students
+    (project.root / "grade.py").write_text("", encoding="utf-8")
+    dest = tmp_path / "out"
+    for kind in ("student", "autograder"):
+        assert main(["build", kind, str(dest)], project) == 2
+        err = capsys.readouterr().err
+        assert "`grade.py validate` rejects it" in err and "TODO(grade.py new)" in err
+        assert not dest.exists()
 
 
 def test_unknown_kind_is_bad_usage(tmp_path, capsys):

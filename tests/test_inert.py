@@ -33,7 +33,7 @@ from graders.harness.bounds import bound_report, report_bound  # noqa: E402
 from graders.harness.lms import gradebook  # noqa: E402
 from graders.harness.lms.progress import Progress  # noqa: E402
 from graders.harness.lms.result import SubmissionResult  # noqa: E402
-from graders.harness.models import CheckResult, ExerciseResult, Heatmap, Report  # noqa: E402
+from graders.harness.models import CheckResult, ExerciseResult, Heatmap, Report, Stopped  # noqa: E402
 from graders.harness.project import default_project  # noqa: E402
 
 PROJECT = default_project()
@@ -121,6 +121,17 @@ def reports(draw) -> Report:
         checks=checks,
         output=draw(TEXT),
         output_dropped=draw(st.integers(0, 10**6)),
+        stopped=draw(
+            st.one_of(
+                st.none(),
+                st.builds(
+                    Stopped,
+                    kind=st.sampled_from(["file", "crash", "timeout", "grader"]),
+                    check=st.just(checks[0].id),
+                    message=TEXT,
+                ),
+            )
+        ),
     )
     name = os.fsdecode(draw(NAME_BYTES))
     report = Report(

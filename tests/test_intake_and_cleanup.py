@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from graders.harness.cli import html_report_path
 from graders.harness.i18n import say
 from graders.harness.lms.intake import EOCD, EOCD64, EOCD64_LOCATOR, Refusal, ZipCaps, unpack_zip
 from graders.harness.project import default_project
@@ -154,16 +155,33 @@ def single(path: Path, *extra: str) -> list[str]:
     return [sys.executable, grade_py, str(path), "--exercise", EX, "--seed", "1", *extra]
 
 
+def workers_in(tmp: Path) -> list[int]:
+    """Children of the zygotes running in `tmp`: the workers that run student code."""
+    zygotes = {int(line.split()[1]) for line in leftovers(tmp) if line.startswith("process ")}
+    children = []
+    for entry in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = entry.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) in zygotes:
+            children.append(int(entry.parent.name))
+    return children
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("lang", ["en", "zh"])
-def test_ctrl_c_in_single_mode_stops_at_once_writes_nothing_and_leaves_nothing(tmp_path, lang):
+@pytest.mark.parametrize("lang, when", [("en", "grading"), ("zh", "grading"), ("en", "starting")])
+def test_ctrl_c_in_single_mode_stops_at_once_writes_nothing_and_leaves_nothing(tmp_path, lang, when):
     sub, tmp = tmp_path / "work", tmp_path / "tmp"
     sub.mkdir()
     (sub / FILE).write_text(HANG, encoding="utf-8")
     env = {**env_with_tmp(tmp), "LANG": "zh_CN.UTF-8" if lang == "zh" else "en_US.UTF-8"}
     proc = subprocess.Popen(single(sub), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert wait_until(lambda: leftovers(tmp) != [], timeout=60), "grading never started"
-    time.sleep(2.0)  # inside a check now: the endless loop is running
+    if when == "starting":  # the zygote is starting, this process still imports torch and pytest
+        assert wait_until(lambda: leftovers(tmp) != [], timeout=60), "the sandbox never started"
+    else:
+        assert wait_until(lambda: workers_in(tmp) != [], timeout=60), "grading never started"
+        time.sleep(1.0)  # inside a check now: the endless loop is running
     start = time.monotonic()
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
@@ -172,5 +190,5 @@ def test_ctrl_c_in_single_mode_stops_at_once_writes_nothing_and_leaves_nothing(t
     assert proc.returncode == 130
     assert out == ""
     assert err.strip().splitlines() == [say("interrupted")(lang)]
-    assert not (tmp_path / "work_report.html").exists()
+    assert not html_report_path(PROJECT, sub).exists()
     assert wait_until(lambda: not leftovers(tmp)), leftovers(tmp)

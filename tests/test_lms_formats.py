@@ -9,6 +9,7 @@ parsed with xml.etree and its structure and counts checked.
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -309,3 +310,83 @@ def test_single_submission_grading_writes_lms_formats(tmp_path):
     data = json.loads(out.read_text(encoding="utf-8"))
     jsonschema.validate(data, PRAIRIELEARN_SCHEMA)
     assert data["gradable"] is True and data["score"] == 1.0
+
+
+# ---------------------------------------------------------------- against the published specifications
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def json_type(value) -> str:
+    return {bool: "boolean", int: "number", float: "number", str: "string", list: "array", dict: "object"}[
+        type(value)
+    ]
+
+
+def gradescope_spec() -> dict:
+    """The example, visibility options, statuses and formats, read from Gradescope's own text."""
+    text = (GOLDEN / "gradescope_specs.md").read_text(encoding="utf-8")
+    block = text.split("## Output format", 1)[1].split("```", 2)[1]
+    block = re.sub(r"//[^\n]*", "", block)  # the example is annotated with // comments
+    block = re.sub(r",(\s*[\]}])", r"\1", block)  # ... which leave trailing commas behind
+    block = re.sub(r"(?<=[:\s])\.(\d)", r"0.\1", block)  # and `.926`
+    visibility = text.split("### Controlling Test Case Visibility", 1)[1].split("###", 1)[0]
+    formats = text.split("### Output String Formatting", 1)[1]
+    status = text.split("### Test case status", 1)[1].split("###", 1)[0]
+    return {
+        "example": json.loads(block),
+        "visibilities": re.findall(r"^- `(\w+)`(?: \(default\))?:", visibility, re.M),
+        "formats": re.findall(r'^\* `"(\w+)"`', formats, re.M),
+        "statuses": re.findall(r'`"(passed|failed)"`', status),
+    }
+
+
+def assert_keys_and_types(ours: dict, spec: dict, where: str) -> None:
+    for key, value in ours.items():
+        assert key in spec, f"{where}: {key!r} is not a field of the published format"
+        assert json_type(value) == json_type(spec[key]), f"{where}.{key}: {json_type(value)}"
+
+
+def test_the_gradescope_golden_file_reads_as_the_spec_says():
+    spec = gradescope_spec()
+    assert spec["visibilities"] == VISIBILITIES and sorted(spec["formats"]) == sorted(OUTPUT_FORMATS)
+    assert sorted(set(spec["statuses"])) == ["failed", "passed"]
+    assert {"score", "tests"} <= set(spec["example"]) and "max_score" in spec["example"]["tests"][0]
+
+
+@pytest.mark.parametrize("case", ["reference", "stub", "no_scaling", "refused"])
+def test_gradescope_results_use_only_what_gradescopes_spec_defines(reports, case):
+    spec = gradescope_spec()
+    result = refused() if case == "refused" else result_of(reports[case])
+    data = json.loads(gradescope.render(result))
+    assert_keys_and_types(data, spec["example"], "results")
+    for key in ("visibility", "stdout_visibility"):
+        assert data.get(key, "visible") in spec["visibilities"]
+    for key in ("output_format", "test_output_format", "test_name_format"):
+        assert data.get(key, "text") in spec["formats"]
+    for test in data["tests"]:
+        assert_keys_and_types(test, spec["example"]["tests"][0], "tests[]")
+        assert (
+            test["status"] in spec["statuses"] and test.get("visibility", "visible") in spec["visibilities"]
+        )
+        assert test.get("output_format", "text") in spec["formats"]
+        # "passing" by Gradescope's default rule agrees with the status this project sets
+        assert (test["score"] >= test["max_score"]) == (test["status"] == "passed")
+
+
+@pytest.mark.parametrize("case", ["reference", "stub", "no_scaling", "refused"])
+def test_prairielearn_results_use_only_what_prairielearns_docs_define(reports, case):
+    example = json.loads((GOLDEN / "prairielearn_results_example.json").read_text(encoding="utf-8"))
+    result = refused() if case == "refused" else result_of(reports[case])
+    data = json.loads(prairielearn.render(result))
+    documented = {**example, "format_errors": ["a string or an array of strings"]}
+    assert_keys_and_types({k: v for k, v in data.items() if k != "format_errors"}, documented, "results")
+    assert isinstance(data["gradable"], bool)
+    if data["gradable"]:
+        assert 0.0 <= data["score"] <= 1.0
+    else:
+        errors = data["format_errors"]
+        assert isinstance(errors, str) or all(isinstance(e, str) for e in errors)
+    for test in data.get("tests", []):
+        assert_keys_and_types(test, example["tests"][1], "tests[]")
+        assert 0 <= test["points"] <= test["max_points"]

@@ -21,7 +21,7 @@ from conftest import EXERCISES, PROJECT, reference_files, template_files
 
 from graders.harness.cli import main
 from graders.harness.distribution import write_distribution
-from graders.harness.project import Project
+from graders.harness.project import ManifestError, Project
 from graders.harness.reports import json_schema, render
 
 EX2 = "ex02_self_attention"
@@ -101,6 +101,21 @@ def test_html_is_valid_and_names_every_check(mixed_report):
             text = visible_text(element)
             assert check.title in text and check.id in text
     assert f"{mixed_report.score:g} / {mixed_report.max_score:g}" in body_text
+
+
+def test_reports_are_titled_with_the_course_of_the_project(mixed_report, tmp_path):
+    course = PROJECT.course().title
+    for fmt in ("text", "md", "html"):
+        for lang in ("en", "zh"):
+            report = mixed_report.model_copy(update={"lang": lang})
+            assert f"{course(lang)} · {'Grading report' if lang == 'en' else '自动评分报告'}" in render(
+                report, fmt, project=PROJECT
+            )
+    (tmp_path / "course.toml").write_text('title = { zh = "另一课", en = "Another lesson" }\n')
+    assert "Another lesson · Grading report" in render(mixed_report, "text", project=Project(tmp_path))
+    (tmp_path / "course.toml").write_text('title = "one language only"\n')
+    with pytest.raises(ManifestError, match=r"course.toml: title: "):
+        Project(tmp_path).course()
 
 
 def test_html_is_self_contained(mixed_report):
@@ -206,7 +221,9 @@ def test_first_run_creates_submission_and_fail_under_exits_1(course, tmp_path):
     shutil.copytree(course, root)
     result = run_grade(root, "--format", "json", "--out", "stub.json", "--seed", "5", "--fail-under", "1")
     assert result.returncode == 1, result.stderr[-2000:]
-    assert "Created" in result.stderr and "student_template/" in result.stderr and "已根据" in result.stderr
+    assert (
+        "Created" in result.stderr and "student_template/" in result.stderr and "已根据" not in result.stderr
+    )
     assert (root / "submission" / f"{EX2}.py").read_bytes() == (
         root / "student_template" / f"{EX2}.py"
     ).read_bytes()
@@ -218,6 +235,37 @@ def test_first_run_creates_submission_and_fail_under_exits_1(course, tmp_path):
     assert (root / "stub2.json").read_text(encoding="utf-8") == (root / "stub.json").read_text(
         encoding="utf-8"
     )
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_stub_missing_from_submission_is_added_with_a_notice(course, tmp_path, capsys, lang):
+    root = tmp_path / "course"
+    shutil.copytree(course, root)
+    (root / "submission").mkdir()  # made before this exercise existed (`grade.py new`, a new lesson)
+    argv = ["--format", "json", "--out", str(tmp_path / "r.json"), "--seed", "2", "--lang", lang]
+    assert main(argv, Project(root)) == 0
+    err = capsys.readouterr().err.splitlines()
+    added = {
+        "en": f"Added {EX2}.py to {root / 'submission'} from student_template/: a new exercise to do.",
+        "zh": f"已从 student_template/ 复制 {EX2}.py 到 {root / 'submission'}：这是新的练习。",
+    }
+    written = {"en": "report written to", "zh": "报告已写入"}
+    assert err[0] == added[lang] and err[1].startswith(written[lang]) and len(err) == 2  # one language
+    assert (root / "submission" / f"{EX2}.py").read_bytes() == (
+        root / "student_template" / f"{EX2}.py"
+    ).read_bytes()
+    report = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    assert "not found" not in json.dumps(report)  # graded as the stub it now is
+    assert main(argv, Project(root)) == 0
+    assert "Added" not in capsys.readouterr().err
+
+
+def test_a_missing_file_names_the_stub_to_copy(course, tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    out = tmp_path / "r.json"
+    assert main([str(empty), "--format", "json", "--out", str(out), "--lang", "en"], Project(course)) == 0
+    assert f"copy student_template/{EX2}.py into your submission folder" in out.read_text(encoding="utf-8")
 
 
 def reference_submission(tmp_path: Path) -> Path:

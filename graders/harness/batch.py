@@ -34,6 +34,7 @@ from pathlib import Path
 
 from . import cli  # used at call time only: cli imports this module for its COMMANDS
 from .budget import EXERCISE_FACTOR
+from .i18n import default_lang
 from .lms import analytics, gradebook
 from .lms.intake import Entry, discover, fingerprint
 from .lms.messages import msg
@@ -159,7 +160,7 @@ def settle(args: argparse.Namespace, stored: dict | None, project: Project) -> B
         )
     return BatchSettings(
         seed=secrets.randbelow(2**31) if args.seed is None else args.seed,
-        lang=args.lang or cli.default_lang(),
+        lang=args.lang or default_lang(),
         exercises=args.exercise,
         call_seconds=args.call_seconds,
         run_hidden=cli.project_runs_hidden(project),

@@ -61,6 +61,8 @@ def _exercise(exercise: ExerciseResult) -> ExerciseResult:
             "output": output,
             "output_dropped": dropped,
             "title": cap(exercise.title, 500),
+            "stopped": exercise.stopped
+            and exercise.stopped.model_copy(update={"message": cap(exercise.stopped.message, MESSAGE_CHARS)}),
         }
     )
 
@@ -85,5 +87,5 @@ def report_bound(exercises: int, checks: int) -> int:
     text = (MESSAGE_CHARS + DIAGNOSIS_CHARS + TRACEBACK_CHARS + 500 + 200) * per_char
     heatmap = HEATMAPS_PER_CHECK * (2 * HEATMAP_CELLS * 40 + 200 * per_char + 200)
     per_check = text + heatmap + 1000
-    per_exercise = OUTPUT_CHARS * per_char + 500 * per_char + 1000
+    per_exercise = (OUTPUT_CHARS + 500 + MESSAGE_CHARS) * per_char + 1200
     return 4000 + NAME_CHARS * per_char + exercises * per_exercise + checks * per_check

@@ -2,7 +2,7 @@
 
     python grade.py [PATH] [--format text|html|md|json|gradescope|prairielearn|junit] [--out FILE]
                     [--lang zh|en] [--seed N]
-                    [--exercise ID ...] [--fail-under SCORE]
+                    [--exercise ID ...] [--fail-under SCORE] [--watch]
     python grade.py schema            the JSON Schema of the JSON report
 
 Exit status: 0 when grading ran (whatever the score), 1 below --fail-under, 2 for bad usage or a
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import shutil
 import signal
 import sys
@@ -22,7 +21,8 @@ from pathlib import Path
 
 from .batch import cmd_batch
 from .distribution import cmd_build
-from .i18n import Lang, say
+from .i18n import Lang, Text, default_lang, say
+from .lms.intake import REPORT_SUFFIX
 from .project import ManifestError, Project, default_project
 from .scaffold import cmd_new
 from .validate import cmd_validate
@@ -32,15 +32,6 @@ EXIT_OK, EXIT_BELOW, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 class UsageError(Exception):
     """Bad input from the command line: printed as one line, exit status 2."""
-
-
-def default_lang(env: dict[str, str] | None = None) -> Lang:
-    env = os.environ if env is None else env
-    for var in ("LC_ALL", "LC_MESSAGES", "LANG", "LANGUAGE"):
-        value = env.get(var, "")
-        if value:
-            return "zh" if value.lower().startswith("zh") else "en"
-    return "en"
 
 
 def add_grading_options(parser: argparse.ArgumentParser) -> None:
@@ -62,7 +53,7 @@ def add_grading_options(parser: argparse.ArgumentParser) -> None:
 def grade_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="grade.py",
-        description="Grade a submission of the attention lesson in a sandbox and print a scored report.",
+        description="Grade a submission of this course's exercises in a sandbox and print a scored report.",
         epilog="Other commands: schema, validate, new, build, batch (python grade.py COMMAND --help).",
     )
     parser.add_argument(
@@ -77,21 +68,24 @@ def grade_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--fail-under", type=float, default=None, metavar="SCORE", help="exit 1 when the total is below SCORE"
     )
+    parser.add_argument(
+        "--watch",
+        action="store_true",
+        help="keep running: regrade each exercise when its file is saved (needs watchfiles)",
+    )
     add_grading_options(parser)
     return parser
 
 
-def prepare_submission(project: Project, path: str | None, notice: Callable[[str], None]) -> Path:
+def prepare_submission(project: Project, path: str | None, notice: Callable[[Text], None]) -> Path:
     """The folder to grade; on a first run without PATH, `submission/` copied from the template."""
     if path is None:
         folder = project.root / "submission"
         if not folder.exists():
             shutil.copytree(project.root / "student_template", folder)
-            notice(
-                f"Created {folder} from student_template/: edit the files there, "
-                "then run `python grade.py` again.\n"
-                f"已根据 student_template/ 创建 {folder}：请在其中完成练习后再次运行 `python grade.py`。"
-            )
+            notice(say("notice_created", folder=folder))
+        else:
+            add_missing_stubs(project, folder, notice)
         return folder
     folder = Path(path)
     if not folder.exists():
@@ -101,6 +95,19 @@ def prepare_submission(project: Project, path: str | None, notice: Callable[[str
     return folder
 
 
+def add_missing_stubs(project: Project, folder: Path, notice: Callable[[Text], None]) -> None:
+    """Copy into `submission/` the stub of each exercise it lacks (one added by `grade.py new`, or a
+    new lesson's): otherwise it would score 0 as "file not found"."""
+    added = []
+    for exercise in project.exercise_ids():
+        stub, mine = project.template_path(exercise), folder / f"{exercise}.py"
+        if stub.is_file() and not mine.exists() and not mine.is_symlink():
+            shutil.copyfile(stub, mine)
+            added.append(mine.name)
+    if added:
+        notice(say("notice_added", files=", ".join(added), folder=folder))
+
+
 def cmd_grade(argv: list[str], project: Project) -> int:
     from .lms import render  # text/html/md/json from reports, plus the LMS formats
     from .progress import CheckProgress
@@ -108,7 +115,12 @@ def cmd_grade(argv: list[str], project: Project) -> int:
 
     args = grade_parser().parse_args(argv)
     lang = args.lang or default_lang()
-    folder = prepare_submission(project, args.path, lambda msg: print(msg, file=sys.stderr))
+    one_thread()
+    if args.watch and (args.out is not None or args.format != "text" or args.fail_under is not None):
+        raise UsageError(say("watch_format")(lang))
+    folder = prepare_submission(project, args.path, lambda text: print(text(lang), file=sys.stderr))
+    if args.watch:
+        return cmd_watch(args, project, folder, lang)
     progress = CheckProgress(sys.stderr.fileno()) if sys.stderr.isatty() else None
     try:
         with interruptible():
@@ -130,15 +142,70 @@ def cmd_grade(argv: list[str], project: Project) -> int:
         progress.close()
     if args.out is not None:
         args.out.write_text(render(report, args.format, project=project), encoding="utf-8")
-        print(f"report written to {args.out}", file=sys.stderr)
+        print(say("notice_report_written", path=args.out)(lang), file=sys.stderr)
     else:
-        sys.stdout.write(render(report, args.format, color=args.format == "text" and sys.stdout.isatty()))
+        color = args.format == "text" and sys.stdout.isatty()
+        sys.stdout.write(render(report, args.format, color=color, project=project))
         if args.format == "text":
-            html = folder.resolve().parent / f"{folder.resolve().name}_report.html"
-            html.write_text(render(report, "html", project=project), encoding="utf-8")
-            print(f"HTML report: {html}", file=sys.stderr)
+            write_html_report(project, folder, report, lang)
     if args.fail_under is not None and report.score < args.fail_under:
         return EXIT_BELOW
+    return EXIT_OK
+
+
+def one_thread() -> None:
+    """The trusted side's tensors are small: torch's thread pool only adds hand-offs, and on a busy
+    machine its OpenMP threads spin waiting for a core (regrades measured 2-8x slower)."""
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def html_report_path(project: Project, folder: Path) -> Path:
+    """Where a text-mode grade also writes its HTML report: the project's `reports/` folder, never
+    beside the submission (a batch over the submission's parent would take it for a student)."""
+    return project.root / "reports" / f"{folder.resolve().name}{REPORT_SUFFIX}"
+
+
+def write_html_report(project: Project, folder: Path, report, lang: Lang, notices=None) -> None:
+    from .lms import render
+
+    notices = notices or sys.stderr
+    html = html_report_path(project, folder)
+    try:
+        html.parent.mkdir(exist_ok=True)
+        html.write_text(render(report, "html", project=project), encoding="utf-8")
+    except OSError as exc:  # a read-only course folder: the terminal report stands alone
+        print(say("notice_html_not_written", path=html, problem=exc.strerror)(lang), file=notices)
+        return
+    print(say("notice_html_report", path=html)(lang), file=notices)
+
+
+def cmd_watch(args: argparse.Namespace, project: Project, folder: Path, lang: Lang) -> int:
+    from .lms import render
+    from .runner import new_seed
+    from .watch import WatchUnavailable, watch
+
+    color = sys.stdout.isatty()
+
+    def show(shown, whole, terminal) -> None:
+        terminal.write(render(shown, "text", color=color, project=project))
+        write_html_report(project, folder, whole, lang, notices=terminal)
+
+    try:
+        watch(
+            project,
+            folder,
+            seed=new_seed() if args.seed is None else args.seed,
+            lang=lang,
+            exercises=args.exercise,
+            run_hidden=project_runs_hidden(project),
+            show=show,
+        )
+    except WatchUnavailable as exc:
+        raise UsageError(str(exc)) from exc
+    except KeyboardInterrupt:  # how a watch ends
+        print(file=sys.stderr)
     return EXIT_OK
 
 

@@ -28,8 +28,8 @@ from typing import Literal
 import tomllib
 
 from .models import ExerciseManifest
-from .project import Project
-from .validate import check_id_of
+from .project import COURSE_FILE, Project
+from .validate import check_id_of, static_problems
 
 Kind = Literal["student", "autograder"]
 KINDS: tuple[Kind, ...] = ("student", "autograder")
@@ -37,7 +37,7 @@ SKIP_NAMES = {"__pycache__", ".DS_Store", ".pytest_cache", ".ruff_cache"}
 SKIP_SUFFIXES = {".pyc", ".pyo"}
 
 STUDENT_README = """\
-# 注意力课程练习 · Attention lesson exercises
+# {course_zh} · {course_en}
 
 1. 阅读 `exercises/<id>/statement.zh.md`。Read `exercises/<id>/statement.en.md`.
 2. 运行 `python grade.py`：第一次运行会根据 `student_template/` 创建 `submission/`。
@@ -116,6 +116,11 @@ def _check_parts(project: Project, manifests: list[ExerciseManifest], kind: Kind
         missing.append("grade.py")
     if missing:
         raise DistributionError(f"cannot build the {kind} distribution, missing: {', '.join(missing)}")
+    rejected = [f"{m.id}: {p.en}" for m in manifests for p in static_problems(project, m)]
+    if rejected:
+        raise DistributionError(
+            f"cannot build the {kind} distribution: `grade.py validate` rejects it: {'; '.join(rejected)}"
+        )
 
 
 def _check_destination(project: Project, dest: Path) -> None:
@@ -154,8 +159,9 @@ def _tree(root: Path, folder: str) -> Files:
 def _common_files(project: Project, manifests: list[ExerciseManifest]) -> Files:
     root = project.root
     files: Files = {Path("grade.py"): root / "grade.py"}
-    if (root / "pyproject.toml").is_file():
-        files[Path("pyproject.toml")] = root / "pyproject.toml"
+    for name in ("pyproject.toml", COURSE_FILE):
+        if (root / name).is_file():
+            files[Path(name)] = root / name
     for manifest in manifests:
         for path in (project.template_path(manifest.id), *_statements(project, manifest.id)):
             files[path.relative_to(root)] = path
@@ -191,7 +197,10 @@ def _autograder_files(project: Project, manifests: list[ExerciseManifest]) -> Fi
 
 def _student_files(project: Project, manifests: list[ExerciseManifest]) -> Files:
     files = _common_files(project, manifests) | _grader_support(project)
-    files[Path("README.md")] = STUDENT_README
+    title = project.course().title
+    files[Path("README.md")] = STUDENT_README.replace("{course_zh}", title.zh).replace(
+        "{course_en}", title.en
+    )
     for manifest in manifests:
         hidden = hidden_check_ids(manifest)
         manifest_path = project.manifest_path(manifest.id)

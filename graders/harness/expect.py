@@ -398,7 +398,7 @@ def introspect(obj) -> dict:
     """What the worker can tell about one of the submission's objects without running its code:
     its class, and for an nn.Module its parameters `[name, shape, requires_grad]`, buffers,
     submodules and training flag."""
-    return obj._introspect()
+    return _remote(obj)._introspect()
 
 
 def vjp(fn, args: Sequence, grad_args: Sequence[int], cotangents: Sequence) -> dict:
@@ -406,7 +406,17 @@ def vjp(fn, args: Sequence, grad_args: Sequence[int], cotangents: Sequence) -> d
     backpropagate sum(output_j · cotangents[j]) (None skips an output). Returns `outputs`,
     `input_grads` (one per `grad_args`, None where no gradient arrived), `param_grads` (name ->
     gradient, for an nn.Module or its bound method) and `backward_ran`."""
-    return fn._vjp(list(args), list(grad_args), list(cotangents))
+    return _remote(fn)._vjp(list(args), list(grad_args), list(cotangents))
+
+
+def _remote(obj):
+    """`obj` when it lives in the worker; plain data the submission exported where code is due
+    (`forward = (1, 2)`) is the submission's mistake, said so by type, not by an error's text."""
+    from .student import RemoteObject
+
+    if not isinstance(obj, RemoteObject):
+        raise CheckFailed(say("not_code", got=type(obj).__name__))
+    return obj
 
 
 @contextmanager

@@ -7,12 +7,34 @@ time; a report picks the language it was asked for.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 Lang = Literal["zh", "en"]
 LANGS: tuple[Lang, ...] = ("zh", "en")
+
+
+def default_lang(env: Mapping[str, str] | None = None) -> Lang:
+    """The language of the locale (LC_ALL, LC_MESSAGES, LANG, LANGUAGE): Chinese for zh*."""
+    env = os.environ if env is None else env
+    for var in ("LC_ALL", "LC_MESSAGES", "LANG", "LANGUAGE"):
+        value = env.get(var, "")
+        if value:
+            return "zh" if value.lower().startswith("zh") else "en"
+    return "en"
+
+
+def lang_of(argv: Sequence[str], env: Mapping[str, str] | None = None) -> Lang:
+    """The language a command line asks for (`--lang zh`, `--lang=en`), else the locale's; for
+    the one message printed before the command line has been parsed."""
+    for i, arg in enumerate(argv):
+        value = argv[i + 1] if arg == "--lang" and i + 1 < len(argv) else arg.removeprefix("--lang=")
+        if arg.startswith("--lang") and value in LANGS:
+            return value
+    return default_lang(env)
 
 
 class Text(BaseModel):
@@ -137,9 +159,14 @@ CATALOG: dict[str, dict[str, str]] = {
         "zh": "你的代码返回了无法接收的数据（{detail}）。",
         "en": "Your code sent back data that could not be accepted ({detail}).",
     },
+    "not_code": {
+        "zh": "这里需要函数、类或模型对象，但你的代码给出的是数据（{got}）。",
+        "en": "Your code gave data ({got}) where a function, a class or a model is due.",
+    },
     "missing_file": {
-        "zh": "找不到提交文件 {file}。",
-        "en": "The submission file {file} was not found.",
+        "zh": "找不到提交文件 {file}：请从 student_template/{file} 复制一份到你的提交文件夹中再完成它。",
+        "en": "The submission file {file} was not found: copy student_template/{file} into your submission "
+        "folder and fill it in.",
     },
     "bad_file": {
         "zh": "无法读取提交文件 {file}：{problem}。",
@@ -173,6 +200,33 @@ CATALOG: dict[str, dict[str, str]] = {
         "zh": "已中断（Ctrl-C）：评分已停止，没有写入报告。",
         "en": "Interrupted (Ctrl-C): grading stopped, no report written.",
     },
+    "notice_created": {
+        "zh": "已根据 student_template/ 创建 {folder}：请在其中完成练习后再次运行 `python grade.py`。",
+        "en": "Created {folder} from student_template/: edit the files there, then run `python grade.py` again.",
+    },
+    "notice_added": {
+        "zh": "已从 student_template/ 复制 {files} 到 {folder}：这是新的练习。",
+        "en": "Added {files} to {folder} from student_template/: a new exercise to do.",
+    },
+    "notice_report_written": {"zh": "报告已写入 {path}", "en": "report written to {path}"},
+    "notice_html_report": {"zh": "HTML 报告：{path}", "en": "HTML report: {path}"},
+    "notice_html_not_written": {
+        "zh": "未能写入 HTML 报告 {path}：{problem}",
+        "en": "HTML report not written: {path}: {problem}",
+    },
+    "notice_validating": {"zh": "正在验证 {exercise} …", "en": "validating {exercise} …"},
+    "watch_waiting": {
+        "zh": "总分 {score}/{max_score} · 正在监视 {folder}：保存文件即重新评分（Ctrl-C 退出）",
+        "en": "Total {score}/{max_score} · Watching {folder}: save a file to regrade (Ctrl-C to stop)",
+    },
+    "watch_needs_watchfiles": {
+        "zh": "--watch 需要 watchfiles 包：pip install watchfiles",
+        "en": "--watch needs the watchfiles package: pip install watchfiles",
+    },
+    "watch_format": {
+        "zh": "--watch 只输出到终端：不能与 --out、--format 或 --fail-under 同用",
+        "en": "--watch reports to the terminal only: it cannot be combined with --out, --format or --fail-under",
+    },
     "diagnosis_prefix": {"zh": "诊断：", "en": "Diagnosis:"},
     "see_statement": {"zh": "参见题目中的「{section}」。", "en": "See “{section}” in the statement."},
     "output_cut": {
@@ -180,7 +234,7 @@ CATALOG: dict[str, dict[str, str]] = {
         "en": "(output too long: {dropped} bytes dropped)",
     },
     # report labels
-    "ui_title": {"zh": "注意力课程自动评分报告", "en": "Attention lesson: grading report"},
+    "ui_title": {"zh": "自动评分报告", "en": "Grading report"},
     "ui_total": {"zh": "总分", "en": "Total"},
     "ui_seed": {"zh": "随机种子（用 --seed {seed} 复现）", "en": "Seed (reproduce with --seed {seed})"},
     "ui_isolation": {"zh": "沙箱保护", "en": "Sandbox protections"},

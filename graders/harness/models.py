@@ -128,6 +128,29 @@ class Cause(_Strict):
     points: float = Field(description="points those checks lost")
 
 
+class Course(_Strict):
+    """The course a project grades (`course.toml` at its root): reports and hand-outs name it."""
+
+    title: Text = Field(description="the course's name, e.g. the lesson's title")
+    lesson: int | None = Field(None, description="the lesson's number, where the course has one")
+
+
+GENERIC_COURSE = Course(title=Text(zh="课程练习", en="Course exercises"))
+
+
+StopKind = Literal["file", "crash", "timeout", "grader"]
+
+
+class Stopped(_Strict):
+    """Why some checks of an exercise could not judge the code at all: the file did not load
+    (missing, syntax error, a refused import), the code crashed its process or ran out of time,
+    or the grader itself failed. The first such check's reason; batch reports list these."""
+
+    kind: StopKind
+    check: str = Field(description="the first check it stopped")
+    message: str
+
+
 class ExerciseResult(_Strict):
     id: str
     title: str
@@ -139,6 +162,7 @@ class ExerciseResult(_Strict):
     )
     output: str = Field("", description="what the student's code printed (capped)")
     output_dropped: int = Field(0, description="bytes of output dropped over the cap")
+    stopped: Stopped | None = Field(None, description="set when some checks could not judge the code")
 
     def shared_causes(self) -> list[Cause]:
         """The causes behind more than one failed check: reports show each once, above its checks."""

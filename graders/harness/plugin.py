@@ -20,9 +20,16 @@ import torch
 
 from .banned import BuiltByHand, source_text
 from .diagnoses import COMMON_ERRORS
-from .errors import GraderFault, StudentCodeError, StudentFault
+from .errors import (
+    GraderFault,
+    StudentCodeError,
+    StudentCrash,
+    StudentFault,
+    StudentTimeout,
+    SubmissionFileError,
+)
 from .i18n import Text, say
-from .models import ExerciseManifest, Heatmap
+from .models import ExerciseManifest, Heatmap, StopKind
 from .project import Project
 from .sandbox.client import SandboxPool
 from .student import StudentModule, StudentSession, read_submission_file
@@ -43,6 +50,15 @@ class Outcome:
     diagnosis_params: dict = field(default_factory=dict)
     traceback: str = ""
     heatmaps: list[Heatmap] = field(default_factory=list)
+    stopped: StopKind | None = None  # the check could not judge the code at all (see `Stopped`)
+
+
+STOPPED_BY: tuple[tuple[type[BaseException], StopKind], ...] = (
+    (SubmissionFileError, "file"),
+    (StudentCrash, "crash"),
+    (StudentTimeout, "timeout"),
+    (GraderFault, "grader"),
+)
 
 
 @dataclass
@@ -246,6 +262,10 @@ class GradingPlugin:
             # a mistake that makes the code raise (`k.T` on a batch) is named in every check it breaks
             exc.diagnosis = exc.matching({**getattr(item.module, "KNOWN_ERRORS", {}), **COMMON_ERRORS})
         outcome = self.classify(exc)
+        if outcome.status == "error":
+            outcome.stopped = "grader"
+        else:
+            outcome.stopped = next((kind for cls, kind in STOPPED_BY if isinstance(exc, cls)), None)
         ev = self._evidence.get(item.nodeid)
         if ev:
             outcome.heatmaps = ev.heatmaps
@@ -265,10 +285,8 @@ class GradingPlugin:
             return Outcome("failed", Text(zh=message, en=message))
         if isinstance(exc, pytest.skip.Exception):
             return Outcome("error", say("grader_error", type="skip", message=str(exc)))
-        proxy_ops = ("attribute '_vjp'", "attribute '_introspect'")
-        if (isinstance(exc, TypeError) and str(exc).endswith("object is not callable")) or (
-            isinstance(exc, AttributeError) and str(exc).endswith(proxy_ops)
-        ):  # the submission exported plain data where a function or class is due (`f = (1, 2)`)
+        if isinstance(exc, TypeError) and str(exc).endswith("object is not callable"):
+            # the submission exported plain data where a function or class is due (`f = (1, 2)`)
             message = str(exc)[:500]
             return Outcome("failed", say("student_exception", type=type(exc).__name__, message=message))
         return Outcome("error", say("grader_error", type=type(exc).__name__, message=str(exc)[:500]))

@@ -18,8 +18,8 @@ import pytest
 from .bounds import bound_report
 from .diagnoses import lookup
 from .i18n import Lang, Text, say
-from .models import Cause, CheckResult, ExerciseManifest, ExerciseResult, Report
-from .plugin import GradingContext, GradingPlugin, Outcome, python_path_guard
+from .models import Cause, CheckResult, ExerciseManifest, ExerciseResult, Report, Stopped
+from .plugin import GradingContext, GradingPlugin, Outcome, exercise_of, python_path_guard
 from .project import Project
 from .sandbox.client import SandboxPool, weakest_level
 
@@ -170,8 +170,8 @@ class SessionGrader:
         if reporter is not None:  # its per-check progress goes to a discarded log: skip its hooks
             session.config.pluginmanager.unregister(reporter)
 
-    def _run_items(self) -> None:
-        items = self._items
+    def _run_items(self, only: set[str] | None = None) -> None:
+        items = [i for i in self._items if only is None or exercise_of(i) in only]
         try:
             for i, item in enumerate(items):  # as pytest's own loop: the last item tears every fixture down
                 nextitem = items[i + 1] if i + 1 < len(items) else None
@@ -181,18 +181,22 @@ class SessionGrader:
             self._broken = True
             raise
 
-    def grade(self, submission: Path, *, seed: int, lang: Lang = "en") -> Report:
-        """Grade one submission with the collected checks; valid only inside `run`."""
+    def grade(
+        self, submission: Path, *, seed: int, lang: Lang = "en", only: set[str] | None = None
+    ) -> Report:
+        """Grade one submission with the collected checks (those of the exercises in `only`, when
+        given: `--watch` regrades the exercise whose file was saved); valid only inside `run`."""
         submission = Path(submission)
         python_path_guard(submission)
-        manifests = {m.id: m for m in self.manifests}
+        chosen = [m for m in self.manifests if only is None or m.id in only]
+        manifests = {m.id: m for m in chosen}
         ctx = GradingContext(self.project, submission, manifests, seed, self.pool, self.run_hidden)
         self.plugin.begin(ctx, self._problems)
         try:
             with contextlib.redirect_stdout(self._log), contextlib.redirect_stderr(self._log):
                 if not self._collection_failed:
-                    self._run_items()
-            return build_report(ctx, self.plugin, self.manifests, lang)
+                    self._run_items(only)
+            return build_report(ctx, self.plugin, chosen, lang)
         finally:
             if self.plugin.session is not None:
                 self.plugin.session.close()
@@ -243,7 +247,7 @@ def build_report(
 ) -> Report:
     exercises, isolation = [], set()
     for manifest in manifests:
-        checks = []
+        checks, stopped = [], None
         for spec in manifest.checks:
             if spec.visibility == "hidden" and not ctx.run_hidden:
                 continue
@@ -254,6 +258,9 @@ def build_report(
                 )
                 outcome = Outcome("error", problem)
             checks.append(render_check(manifest, spec.id, outcome, lang))
+            kind = "grader" if checks[-1].status == "error" else outcome.stopped
+            if stopped is None and kind is not None:
+                stopped = Stopped(kind=kind, check=spec.id, message=checks[-1].message)
         session = plugin.session
         printed, dropped = session.printed(manifest.id) if session else ("", 0)
         exercises.append(
@@ -266,6 +273,7 @@ def build_report(
                 causes=causes_of(checks),
                 output=printed,
                 output_dropped=dropped,
+                stopped=stopped,
             )
         )
     if plugin.session is not None:

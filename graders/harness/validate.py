@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .diagnoses import lookup
-from .i18n import LANGS, Lang, Text
+from .i18n import LANGS, Lang, Text, say
 from .models import ExerciseManifest, Report
 from .mutants import Mutant, failing_checks, load_mutants, mutant_problems, mutants_dir
 from .project import ManifestError, Project
@@ -309,6 +309,14 @@ def static_checks(project: Project, manifest: ExerciseManifest, verdict: Exercis
     if paths["grader"].is_file() and (tree := parse(paths["grader"], shown["grader"], verdict)) is not None:
         grader_checks(manifest, tree, shown["grader"], verdict)
     text_checks(project, manifest, verdict)
+
+
+def static_problems(project: Project, manifest: ExerciseManifest) -> list[Text]:
+    """What the static half of `validate` rejects in this exercise (no grading: milliseconds).
+    `build` refuses to ship an exercise with any of these."""
+    verdict = ExerciseVerdict(manifest.id)
+    static_checks(project, manifest, verdict)
+    return verdict.problems
 
 
 def grader_checks(manifest: ExerciseManifest, tree: ast.Module, shown: str, verdict: ExerciseVerdict) -> None:
@@ -652,7 +660,7 @@ def parse_seeds(value: str) -> list[int]:
 
 def cmd_validate(argv: list[str], project: Project) -> int:
     """`validate [--exercise ID ...] [--seeds 1,2,3] [--lang zh|en]`: 0 fair, 1 problems, 2 bad usage."""
-    from .cli import default_lang
+    from .i18n import default_lang
 
     parser = argparse.ArgumentParser(
         prog="grade.py validate",
@@ -672,7 +680,7 @@ def cmd_validate(argv: list[str], project: Project) -> int:
     args = parser.parse_args(argv)
     lang = args.lang or default_lang()
     progress = (
-        (lambda eid: print(f"validating {eid} …", file=sys.stderr, flush=True))
+        (lambda eid: print(say("notice_validating", exercise=eid)(lang), file=sys.stderr, flush=True))
         if sys.stderr.isatty()
         else None
     )

@@ -3,7 +3,9 @@
 `analyse` turns the batch's results into `ClassAnalytics` (saved as `analytics.json`); the class
 report (`class_report.html`) is rendered from that same model through a Jinja template with
 autoescape, so the page and the JSON always show the same figures. Score statistics cover graded
-submissions only; refused ones and grader failures are counted and listed with their reason.
+submissions only; refused ones and grader failures are counted, and they and every graded submission
+with an exercise whose checks could not judge the code (did not load, crashed, timed out) are listed
+with their reason.
 """
 
 from __future__ import annotations
@@ -189,12 +191,30 @@ def analyse(
         exercises=exercises,
         checks=[c for m in manifests for c in _check_stats(m, graded, lang, top)],
         misconceptions=_misconceptions(manifests, graded, lang),
-        problems=[
-            Problem(student=r.student, status=r.status, problem=r.problem, reason=r.reason)
-            for r in sorted(results, key=lambda r: r.student)
-            if not r.gradable
-        ],
+        problems=[p for r in sorted(results, key=lambda r: r.student) for p in _problems(r)],
     )
+
+
+def _problems(result: SubmissionResult) -> list[Problem]:
+    """Why `result` is not fully graded: refused or failed as a whole, or graded with exercises
+    whose checks could not judge the code (a file that did not load, a crash, a timeout)."""
+    if not result.gradable:
+        return [
+            Problem(
+                student=result.student, status=result.status, problem=result.problem, reason=result.reason
+            )
+        ]
+    exercises = result.report.exercises if result.report is not None else []
+    return [
+        Problem(
+            student=result.student,
+            status=result.status,
+            problem=f"{e.id}: {e.stopped.kind}",
+            reason=f"{e.stopped.check}: {e.stopped.message}",
+        )
+        for e in exercises
+        if e.stopped is not None
+    ]
 
 
 _env = jinja2.Environment(

@@ -98,8 +98,12 @@ class Entry:
         return inert.display_name(self.path.name)
 
 
+REPORT_SUFFIX = "_report.html"  # what a single grade's HTML report is called: never a student
+
+
 def discover(folder: Path) -> list[Entry]:
-    """Every student entry of `folder`, sorted; hidden names (starting with '.') are skipped.
+    """Every student entry of `folder`, sorted; hidden names (starting with '.') and single-grade
+    HTML reports (`*_report.html` files) are skipped.
 
     The key (`inert.student_key`: printable, one-to-one, short enough for a file name whatever
     bytes the name holds) is that of the folder name or of the zip name without `.zip`; when a
@@ -107,7 +111,10 @@ def discover(folder: Path) -> list[Entry]:
     lost or merged.
     """
     entries: list[Entry] = []
-    names = sorted(p for p in folder.iterdir() if not p.name.startswith("."))
+    names = sorted(
+        p for p in folder.iterdir()
+        if not p.name.startswith(".") and not (p.name.endswith(REPORT_SUFFIX) and p.is_file())
+    )  # fmt: skip
     taken = {p.name for p in names if p.is_dir() and not p.is_symlink()}
     key = inert.student_key
     for path in names:

@@ -108,7 +108,11 @@ MESSAGES: dict[str, Text] = {
     "cr_diagnosis": Text(zh="诊断出的错误", en="diagnosed mistake"),
     "cr_more": Text(zh="另有 {count} 种错误，见 analytics.json。", en="{count} more in analytics.json."),
     "cr_none": Text(zh="无", en="none"),
-    "cr_problems": Text(zh="未能评分的提交", en="Submissions that could not be graded"),
+    "cr_problems": Text(
+        zh="未能完整评分的提交（被拒绝、出错，或有练习无法加载、崩溃、超时）",
+        en="Submissions not fully graded "
+        "(refused, failed, or an exercise that did not load, crashed or timed out)",
+    ),
     "cr_student": Text(zh="学生", en="Student"),
     "cr_reason": Text(zh="原因", en="Reason"),
     "cr_hidden": Text(zh="隐藏", en="hidden"),

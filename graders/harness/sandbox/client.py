@@ -21,30 +21,13 @@ import secrets
 import select
 import signal
 import socket
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from . import isolation, wire
+from .launch import ALLOWED_IMPORTS, BOOT, ZygoteLaunch, ZygoteStartFailed, claim, default_options
 
-SANDBOX_PARENT = Path(__file__).resolve().parent.parent  # the folder that holds `sandbox/`
-
-ALLOWED_IMPORTS = (
-    "__future__", "abc", "array", "bisect", "cmath", "collections", "contextlib", "copy",
-    "dataclasses", "decimal", "enum", "fractions", "functools", "heapq", "itertools", "math",
-    "numbers", "numpy", "operator", "random", "statistics", "string", "time", "torch", "types",
-    "typing", "warnings", "re",
-)  # fmt: skip
-
-BOOT = (
-    "import sys, json; sys.path.insert(0, sys.argv[1]); import sandbox.zygote as z; del sys.path[0]; "
-    "z.main(int(sys.argv[2]), json.loads(sys.argv[3]))"
-)
-PASSED_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")  # hardware workarounds, not secrets
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 FULL = frozenset({
@@ -250,14 +233,17 @@ class SandboxPool:
     ) -> None:
         self.limits = limits or Limits()
         self._uid_holder = None
-        if uid_block is None:  # held for the pool's whole life: a zygote started again reuses no uid
+        self._launch: ZygoteLaunch | None = None  # the running zygote (possibly not ready yet)
+        default = run_as is None and isolate and userns and uid_block is None
+        prestarted = claim() if default and type(self).boot_source is SandboxPool.boot_source else None
+        if prestarted is not None:  # started by `grade.py` while this process imported torch
+            self._launch, self._uid_holder = prestarted
+            uid_block = self._launch.options["uid_block"]
+        elif uid_block is None:  # held for the pool's whole life: a zygote started again reuses no uid
             uid_block, self._uid_holder = isolation.reserve_uid_block(secrets.randbelow(isolation.UID_BLOCKS))
-        self.options = {"run_as": list(run_as) if run_as else None, "isolate": isolate, "userns": userns,
-                        "uid_block": uid_block, "uid_start": 0}  # fmt: skip
-        self._proc: subprocess.Popen | None = None
-        self._control: socket.socket | None = None
+        self.options = default_options(uid_block)
+        self.options.update(run_as=list(run_as) if run_as else None, isolate=isolate, userns=userns)
         self._lock = threading.Lock()
-        self._tmp: tempfile.TemporaryDirectory | None = None  # the zygote's working folder, while it runs
         self.zygote_pid: int | None = None
         self.mode: str | None = None  # "root", "userns" or "none", as the zygote found it
         self.footprint: int | None = None  # the zygote's address space after its imports, in bytes
@@ -265,72 +251,34 @@ class SandboxPool:
         self.uid_block: int | None = None  # the block of uids its workers get (root mode)
         self._uid_next = 0  # the index in the block after the last uid a worker got
 
-    def _start(self) -> None:
-        if self._tmp is None:
-            self._tmp = tempfile.TemporaryDirectory(prefix="agw-zygote-")
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        env = {
-            "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-            "OPENBLAS_NUM_THREADS": "1",  # one thread: the zygote must stay single-threaded to unshare
-            # A fixed mmap threshold (glibc's dynamic one off): a block over 128 KiB is mapped when
-            # allocated and unmapped when freed, so a worker's resident memory follows what is live,
-            # not what its heap kept from earlier calls (`reset_peak` measures one call's peak).
-            "MALLOC_MMAP_THRESHOLD_": "131072",
-            **{k: os.environ[k] for k in PASSED_ENV if k in os.environ},
-        }  # fmt: skip
-        options = dict(self.options, allowed_imports=list(ALLOWED_IMPORTS), uid_start=self._uid_next)
-        self._proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-I",
-                "-c",
-                self.boot_source(),
-                str(SANDBOX_PARENT),
-                str(theirs.fileno()),
-                json.dumps(options),
-            ],
-            env=env,
-            cwd=self._tmp.name,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=open(os.path.join(self._tmp.name, "zygote.log"), "wb"),
-            pass_fds=[theirs.fileno()],
-            start_new_session=True,
-        )
-        theirs.close()
-        self._control = ours
-        ours.settimeout(120)
-        try:
-            hello = json.loads(ours.recv(1 << 16) or b"null")
-        except (OSError, json.JSONDecodeError) as exc:
-            raise SandboxUnavailable(f"the sandbox zygote did not start: {exc}; {self._log()}") from exc
-        if not hello or not hello.get("ready"):
-            raise SandboxUnavailable(f"the sandbox zygote did not start; {self._log()}")
-        self.zygote_pid = hello["pid"]
-        self.mode = hello.get("mode", "none")
-        self.footprint = hello.get("footprint") if type(hello.get("footprint")) is int else None
-        self.uid_block = hello.get("uid_block")
+    def _ready(self) -> ZygoteLaunch:
+        """The running zygote, started (or started again) if need be, once it has said hello."""
+        if self._launch is None or self._launch.proc.poll() is not None:
+            if self._launch is not None:
+                self._launch.kill()
+            self._launch = ZygoteLaunch(dict(self.options, uid_start=self._uid_next), self.boot_source())
+        if self._launch.hello is None:
+            try:
+                hello = self._launch.handshake()
+            except ZygoteStartFailed as exc:
+                raise SandboxUnavailable(f"the sandbox zygote did not start: {exc}") from None
+            self.zygote_pid = hello["pid"]
+            self.mode = hello.get("mode", "none")
+            self.footprint = hello.get("footprint") if type(hello.get("footprint")) is int else None
+            self.uid_block = hello.get("uid_block")
+        return self._launch
 
     def boot_source(self) -> str:
         """The `python -I -c` program the zygote starts with. A subclass may run something first,
         e.g. to stand in for a torch build with another footprint (tests/test_memory_limits.py)."""
         return BOOT
 
-    def _log(self) -> str:
-        if self._tmp is None:
-            return ""
-        try:
-            return Path(self._tmp.name, "zygote.log").read_text(errors="replace")[-2000:]
-        except OSError:
-            return ""
-
     def _ask(self, req: dict, fds: list[int] = ()) -> dict:
         with self._lock:
-            if self._proc is None or self._proc.poll() is not None:
-                self._start()
+            control = self._ready().control
             try:
-                socket.send_fds(self._control, [json.dumps(req).encode()], list(fds))
-                return json.loads(self._control.recv(1 << 16))
+                socket.send_fds(control, [json.dumps(req).encode()], list(fds))
+                return json.loads(control.recv(1 << 16))
             except (OSError, json.JSONDecodeError) as exc:
                 self.close()
                 raise SandboxUnavailable(f"the sandbox zygote stopped answering: {exc}") from exc
@@ -414,19 +362,10 @@ class SandboxPool:
             return {"status": "unknown", "swept": 0, "left": -1}
 
     def close(self) -> None:
-        if self._control is not None:
-            self._control.close()
-            self._control = None
-        if self._proc is not None:
-            try:
-                os.killpg(self._proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self._proc.wait()
-            self._proc = None
-        if self._tmp is not None:  # nothing of this pool stays in the temporary folder
-            self._tmp.cleanup()
-            self._tmp = None
+        """Kill the zygote and everything it started; nothing of this pool stays in its folder."""
+        if self._launch is not None:
+            self._launch.kill()
+            self._launch = None
 
     def __enter__(self) -> SandboxPool:
         return self
