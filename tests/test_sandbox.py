@@ -431,7 +431,7 @@ def test_the_zygote_is_started_fresh_with_a_clean_environment(root_pool):
     with open(f"/proc/{root_pool.zygote_pid}/environ", "rb") as fh:
         names = {item.split(b"=", 1)[0].decode() for item in fh.read().split(b"\0") if item}
     assert names <= {"PATH", "LANG", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                     "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"}  # fmt: skip
+                     "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "MALLOC_MMAP_THRESHOLD_"}  # fmt: skip
     with open(f"/proc/{root_pool.zygote_pid}/cmdline", "rb") as fh:
         assert b"-I" in fh.read().split(b"\0")
 
