@@ -50,7 +50,6 @@ class ExerciseManifest(_Strict):
     order: int = Field(ge=0, description="position in reports and listings")
     exports: list[str] = Field(min_length=1, description="names the student's module must define")
     call_seconds: float = Field(10.0, gt=0, le=120, description="deadline for one call into student code")
-    has_weights: bool = Field(False, description="reports show a heatmap of attention weights")
     banned: list[str] = Field(
         default_factory=list,
         description="dotted names a submission must not use (the built-by-hand rule: see harness.banned)",
