@@ -34,6 +34,10 @@ class CheckSpec(_Strict):
     title: Text = Field(description="what the check verifies, one line")
     visibility: Visibility = Field("visible", description="hidden checks run only in LMS grading")
 
+    def runs(self, run_hidden: bool) -> bool:
+        """Does this check run (and count) where hidden checks do (`run_hidden`) or do not?"""
+        return run_hidden or self.visibility != "hidden"
+
 
 class DiagnosisSpec(_Strict):
     """A known mistake the grader can recognise and name."""
@@ -70,7 +74,15 @@ class ExerciseManifest(_Strict):
 
     @property
     def max_score(self) -> float:
-        return sum(c.points for c in self.checks)
+        """Every check's points: what the exercise is worth where hidden checks run."""
+        return self.max_score_for(run_hidden=True)
+
+    def graded_checks(self, run_hidden: bool) -> list[CheckSpec]:
+        """The checks that run and count: all of them, or the visible ones in a student build."""
+        return [c for c in self.checks if c.runs(run_hidden)]
+
+    def max_score_for(self, run_hidden: bool) -> float:
+        return sum(c.points for c in self.graded_checks(run_hidden))
 
     def check(self, check_id: str) -> CheckSpec:
         return next(c for c in self.checks if c.id == check_id)

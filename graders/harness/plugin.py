@@ -173,7 +173,7 @@ class GradingPlugin:
                     message=f"{item.name}: check {marker.args[0]!r} is not in the manifest",
                 )
                 drop.append(item)
-            elif spec.visibility == "hidden" and not self.ctx.run_hidden:
+            elif not spec.runs(self.ctx.run_hidden):
                 drop.append(item)
             else:
                 keep.append(item)
