@@ -44,7 +44,6 @@ from .result import SubmissionResult, possible_score
 if TYPE_CHECKING:
     from ..runner import SessionGrader
 
-PR_SET_PDEATHSIG = 1
 
 
 @dataclass(frozen=True)
@@ -148,10 +147,10 @@ def peak_kb(pid: int | None) -> int:
 
 
 def _die_with_parent(parent: int) -> None:
-    try:
-        import ctypes
+    from ..sandbox.isolation import die_with_parent
 
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    try:
+        die_with_parent(signal.SIGTERM)
     except (OSError, AttributeError):
         pass
     if os.getppid() != parent:  # the parent died before the prctl took effect
