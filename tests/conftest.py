@@ -26,6 +26,12 @@ PROJECT = default_project()
 EXERCISES = PROJECT.exercise_ids()
 
 
+@pytest.fixture(autouse=True)
+def seeded_torch():
+    """Every test starts from the same random state: a test's inputs never move with the run."""
+    torch.manual_seed(20261201)
+
+
 @pytest.fixture(scope="session")
 def project():
     return PROJECT

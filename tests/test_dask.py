@@ -35,6 +35,7 @@ from test_batch import (
     write_dir,
 )
 
+from graders.harness.batch import BatchFailed, BatchSettings, job_kit
 from graders.harness.lms.cluster import GradingPlugin, ProjectMismatch, grade_on_worker, parse_scheduler
 from graders.harness.lms.result import SubmissionResult
 
@@ -173,12 +174,12 @@ def test_a_worker_killed_mid_run_costs_nothing(cluster, tmp_path):
 
 def test_a_worker_of_another_project_is_refused(cluster):
     _, client = cluster
-    settings = {"seed": 1, "lang": "en", "exercises": [EX], "call_seconds": 1.0, "run_hidden": True}
+    settings = BatchSettings(seed=1, lang="en", exercises=[EX], call_seconds=1.0, run_hidden=True)
     budgets = {"watchdog": 60.0, "code": 30.0, "exercise": None}
     name = "autograder-test-refused"
     try:
         with pytest.raises(ProjectMismatch) as refused:
-            client.register_plugin(GradingPlugin(name, "0" * 20, settings, budgets), name=name)
+            client.register_plugin(GradingPlugin(name, "0" * 20, job_kit(settings), budgets), name=name)
         with pytest.raises(ProjectMismatch) as task_refused:  # a task that lands on it anyway is refused
             client.submit(grade_on_worker, name, {}, pure=False).result()
     finally:
@@ -203,7 +204,7 @@ def test_a_bad_scheduler_is_a_usage_error(tmp_path, spec, says):
 
 
 def test_a_client_of_another_project_stops_with_the_workers_refusal(cluster, tmp_path):
-    from graders.harness.lms.cluster import ClusterDispatcher, _batch
+    from graders.harness.lms.cluster import ClusterDispatcher
     from graders.harness.lms.intake import discover
     from graders.harness.lms.progress import Progress
     from graders.harness.lms.store import ResultStore
@@ -211,13 +212,14 @@ def test_a_client_of_another_project_stops_with_the_workers_refusal(cluster, tmp
     subs = make_class(tmp_path, 1)
     store = ResultStore(tmp_path / "out")
     store.open()
-    batch = _batch()  # graders.harness.batch, imported as grade.py does
-    settings = batch.BatchSettings(seed=1, lang="en", exercises=[EX], call_seconds=1.0, run_hidden=True)
+    settings = BatchSettings(seed=1, lang="en", exercises=[EX], call_seconds=1.0, run_hidden=True)
     progress = Progress(1, 0, io.StringIO(), bar=False)
-    dispatcher = ClusterDispatcher(cluster[0], PROJECT, settings, store, "json", 60.0, progress, 30.0, None)
+    dispatcher = ClusterDispatcher(
+        cluster[0], PROJECT, job_kit(settings), store, "json", 60.0, progress, 30.0, None
+    )
     dispatcher.digest = "1" * 20  # as if this client held another version of the course
     try:
-        with pytest.raises(batch.BatchFailed) as failed:
+        with pytest.raises(BatchFailed) as failed:
             dispatcher.run(discover(subs))
     finally:
         store.close()

@@ -275,7 +275,15 @@ def test_student_build_leaks_nothing_hidden(student_dist):
 def test_student_build_holds_only_what_students_need(student_dist):
     files = {p.relative_to(student_dist).as_posix() for p in student_dist.rglob("*") if p.is_file()}
     tops = {f.split("/")[0] for f in files}
-    assert tops == {"README.md", "grade.py", "pyproject.toml", "exercises", "graders", "student_template"}
+    assert tops == {
+        "README.md", "grade.py", "pyproject.toml", "course.toml", "exercises", "graders", "student_template"
+    }  # fmt: skip
+    assert Project(student_dist).course() == PROJECT.course()
+    assert (
+        (student_dist / "README.md")
+        .read_text(encoding="utf-8")
+        .startswith(f"# {PROJECT.course().title.zh} · {PROJECT.course().title.en}\n")
+    )
     assert not [
         f for f in files if "__pycache__" in f or f.endswith(".pyc") or f.startswith((".git", "tests/"))
     ]

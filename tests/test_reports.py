@@ -21,7 +21,7 @@ from conftest import EXERCISES, PROJECT, reference_files, template_files
 
 from graders.harness.cli import main
 from graders.harness.distribution import write_distribution
-from graders.harness.project import Project
+from graders.harness.project import ManifestError, Project
 from graders.harness.reports import json_schema, render
 
 EX2 = "ex02_self_attention"
@@ -101,6 +101,21 @@ def test_html_is_valid_and_names_every_check(mixed_report):
             text = visible_text(element)
             assert check.title in text and check.id in text
     assert f"{mixed_report.score:g} / {mixed_report.max_score:g}" in body_text
+
+
+def test_reports_are_titled_with_the_course_of_the_project(mixed_report, tmp_path):
+    course = PROJECT.course().title
+    for fmt in ("text", "md", "html"):
+        for lang in ("en", "zh"):
+            report = mixed_report.model_copy(update={"lang": lang})
+            assert f"{course(lang)} · {'Grading report' if lang == 'en' else '自动评分报告'}" in render(
+                report, fmt, project=PROJECT
+            )
+    (tmp_path / "course.toml").write_text('title = { zh = "另一课", en = "Another lesson" }\n')
+    assert "Another lesson · Grading report" in render(mixed_report, "text", project=Project(tmp_path))
+    (tmp_path / "course.toml").write_text('title = "one language only"\n')
+    with pytest.raises(ManifestError, match=r"course.toml: title: "):
+        Project(tmp_path).course()
 
 
 def test_html_is_self_contained(mixed_report):

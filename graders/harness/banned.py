@@ -26,15 +26,15 @@ A source that does not parse gives no static finding: the sandbox reports the sy
 from __future__ import annotations
 
 import ast
-import codecs
 import fnmatch
-import io
-import tokenize
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from .student import read_submission_file  # the one safe reader of a submission's file
+from .source import (
+    read_source,  # noqa: F401  (also read from here by similarity and the tests)
+    read_submission_file,  # the one safe reader of a submission's file
+)
 
 Kind = Literal["banned", "dynamic", "tripwire"]
 
@@ -59,17 +59,6 @@ class Finding:
     kind: Kind
     what: str
     line: int
-
-
-def read_source(data: bytes) -> str:
-    """`data` decoded exactly as the interpreter decodes a source file: BOM, then a coding cookie
-    on one of the first two lines, else UTF-8. Raises `SyntaxError` where Python would."""
-    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    try:
-        codecs.lookup(encoding)
-        return data.decode("utf-8-sig" if encoding == "utf-8-sig" else encoding)
-    except (LookupError, UnicodeDecodeError) as exc:
-        raise SyntaxError(f"cannot decode the file as {encoding}: {exc}") from None
 
 
 def last_names(banned: Sequence[str]) -> list[str]:
@@ -205,7 +194,7 @@ def static_findings(data: bytes, banned: Sequence[str]) -> list[Finding]:
         return []
     try:
         tree = ast.parse(read_source(data))
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # nested past the parser's limits
         return []
     scan = _Scan(tree, last_names(banned))
     for node in ast.walk(tree):
@@ -235,14 +224,44 @@ class BuiltByHand:
     `static()` reads the file (as bytes, never run here); `tripwire()` asks the worker, so call it
     after the submission's code has run; `findings()` is both, static first."""
 
-    def __init__(self, student, path, banned: Sequence[str]) -> None:
+    def __init__(self, student, path, banned: Sequence[str], origin=None) -> None:
         self.student, self.path, self.banned = student, path, list(banned)
+        self.origin = origin  # a notebook's cells (see `notebook`): lines are then those of a cell
 
-    def static(self) -> list[Finding]:
-        return static_findings(read_submission_file(self.path), self.banned)
+    def static(self, skip: Sequence[str] = ()) -> list[Finding]:
+        """Findings in the exercise's file (a notebook's: lines are then those of a cell), then in
+        each file of the submission it imports (their `what` starts with that file's name: the line
+        is a line of that file), except the modules named in `skip` (an earlier exercise graded on
+        its own, whose file the checks replace)."""
+        from .sandbox.launch import ALLOWED_IMPORTS
+        from .siblings import sibling_sources
+
+        data = self.origin.read() if self.origin is not None else read_submission_file(self.path)
+        found = self._placed(static_findings(data, self.banned))
+        if not self.banned:
+            return found
+        provided = {name: b"" for name in skip}  # not read, not scanned
+        siblings = sibling_sources(self.path.parent, data, ALLOWED_IMPORTS, provided)
+        for name, (file, source) in siblings.items():
+            if name in provided:
+                continue
+            findings = static_findings(source, self.banned)
+            found += [Finding(f.kind, f"{file}: {f.what}", f.line) for f in findings]
+        return found
 
     def tripwire(self) -> list[Finding]:
-        return tripwire_findings(self.student) if self.banned else []
+        return self._placed(tripwire_findings(self.student)) if self.banned else []
+
+    def _placed(self, findings: list[Finding]) -> list[Finding]:
+        """In a notebook, a finding's line is that of its cell, and the cell is named with what it found."""
+        cell_line = getattr(self.origin, "cell_line", None)
+        if cell_line is None:
+            return findings
+        out = []
+        for f in findings:
+            at = cell_line(f.line)
+            out.append(Finding(f.kind, f"{f.what}, cell {at[0]}", at[1]) if at else f)
+        return out
 
     def findings(self) -> list[Finding]:
         return self.static() + self.tripwire()

@@ -32,17 +32,17 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import cli  # used at call time only: cli imports this module for its COMMANDS
 from .budget import EXERCISE_FACTOR
 from .i18n import default_lang
 from .lms import analytics, gradebook, shard
+from .lms import similarity as similar
 from .lms.intake import Entry, discover, fingerprint
 from .lms.messages import msg
 from .lms.progress import Progress
 from .lms.result import SubmissionResult, possible_score
 from .lms.store import WORK_DIR, ResultStore, StoreBusy, write_atomic
 from .models import ExerciseManifest
-from .project import Project
+from .project import Project, UsageError
 from .sandbox import isolation
 from .sandbox.client import Limits
 
@@ -116,6 +116,12 @@ def batch_parser() -> argparse.ArgumentParser:
         "(default: 120, or less to fit --submission-timeout)",
     )
     p.add_argument(
+        "--similarity",
+        action="store_true",
+        help="also compare every pair of submissions per exercise (copydetect; the class report lists them)",
+    )
+    p.add_argument("--similarity-threshold", type=float, default=None, metavar="F", help="default 0.5")
+    p.add_argument(
         "--retry-errors",
         action="store_true",
         help="grade again the submissions whose grading failed (status error)",
@@ -165,19 +171,17 @@ def settle(args: argparse.Namespace, stored: dict | None, project: Project) -> B
     if previous:
         for key, value in wanted.items():
             if value is not None and value != previous.get(key):
-                raise cli.UsageError(
+                raise UsageError(
                     f"{args.out}: this batch was started with {flags[key]} {previous.get(key)}; "
                     f"resume it with the same value, or choose another --out"
                 )
-        return BatchSettings(
-            **{k: previous.get(k) for k in wanted}, run_hidden=cli.project_runs_hidden(project)
-        )
+        return BatchSettings(**{k: previous.get(k) for k in wanted}, run_hidden=project.runs_hidden)
     return BatchSettings(
         seed=secrets.randbelow(2**31) if args.seed is None else args.seed,
         lang=args.lang or default_lang(),
         exercises=args.exercise,
         call_seconds=args.call_seconds,
-        run_hidden=cli.project_runs_hidden(project),
+        run_hidden=project.runs_hidden,
     )
 
 
@@ -312,6 +316,13 @@ def unscored(
         score=0.0, max_score=possible_score(manifests, s.run_hidden),
         elapsed=elapsed, fingerprint=fingerprint(entry),
     )  # fmt: skip
+
+
+def job_kit(settings: BatchSettings):
+    """What a Dask batch's workers need of this module (`lms.cluster` imports nothing of it)."""
+    from .lms.cluster import JobKit
+
+    return JobKit(settings, job_command, job_env, Job, CODE_ROOT, START_SECONDS, unscored, BatchFailed)
 
 
 class Dispatcher:
@@ -470,27 +481,53 @@ def write_summaries(
 def write_class_files(
     results: list[SubmissionResult], root: Path, settings: BatchSettings, project: Project
 ) -> tuple[Path, Path]:
-    """The gradebook, analytics and class report of `results` (in the submissions folder's order)."""
+    """The gradebook, analytics and class report of `results` (in the submissions folder's order),
+    with the similarity report if `root` holds one."""
     manifests = project.load_manifests(settings.exercises)
     write_atomic(root / "gradebook.csv", gradebook.render(results, manifests))
-    figures = analytics.analyse(results, manifests, settings.seed, settings.lang)
+    figures = analytics.analyse(
+        results, manifests, settings.seed, settings.lang, similarity=similar.load(root)
+    )
     write_atomic(root / "analytics.json", figures.model_dump_json(indent=2) + "\n")
     write_atomic(root / "class_report.html", analytics.render_html(figures))
     return root / "gradebook.csv", root / "class_report.html"
 
 
+def cmd_merge(argv: list[str], project: Project) -> int:
+    """`merge OUT_0 ... --out OUT`: the shards of one batch (`--shard I/N`) as one batch (lms/shard.py)."""
+    args = shard.merge_parser().parse_args(argv)
+    try:
+        folders, results, formats = shard.prepare_merge(args, project)
+    except shard.ShardError as exc:
+        raise UsageError(str(exc)) from None
+    store = ResultStore(args.out)
+    try:
+        store.open()
+    except StoreBusy as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        shard.write_merged(store, folders, results, formats)
+        settings = BatchSettings(**folders[0].settings)
+        paths = write_class_files([r for _, r, _, _ in results], args.out, settings, project)
+    finally:
+        store.close()
+    print(f"merge: {len(folders)} shards, {len(results)} submissions; gradebook {paths[0]}; "
+          f"class report {paths[1]}", file=sys.stderr)  # fmt: skip
+    return EXIT_OK
+
+
 def check_folders(args: argparse.Namespace) -> None:
     if not args.submissions.is_dir():
-        raise cli.UsageError(
+        raise UsageError(
             f"{args.submissions}: not a folder (give the folder with one sub-folder or .zip per student)"
         )
     out, subs = args.out.resolve(), args.submissions.resolve()
     if out == subs or out.is_relative_to(subs):
-        raise cli.UsageError(f"{args.out}: the results folder must not be inside the submissions folder")
+        raise UsageError(f"{args.out}: the results folder must not be inside the submissions folder")
     if args.out.exists() and not args.out.is_dir():
-        raise cli.UsageError(f"{args.out}: exists and is not a folder")
+        raise UsageError(f"{args.out}: exists and is not a folder")
     if args.jobs < 1:
-        raise cli.UsageError(f"--jobs {args.jobs}: need at least 1")
+        raise UsageError(f"--jobs {args.jobs}: need at least 1")
 
 
 def _raise_interrupted(signum, frame) -> None:
@@ -506,7 +543,7 @@ def cmd_batch(argv: list[str], project: Project) -> int:
     try:
         args.shard = shard.parse_shard(args.shard, os.environ) if args.shard else None
     except shard.ShardError as exc:
-        raise cli.UsageError(str(exc)) from None
+        raise UsageError(str(exc)) from None
     if args.scheduler:
         from .lms import cluster
 
@@ -514,13 +551,18 @@ def cmd_batch(argv: list[str], project: Project) -> int:
             cluster.parse_scheduler(args.scheduler)
             cluster.require_dask()
         except ValueError as exc:
-            raise cli.UsageError(str(exc)) from None
+            raise UsageError(str(exc)) from None
+    if args.similarity:  # fail now, not after grading the class
+        try:
+            similar._copydetect()
+        except similar.SimilarityUnavailable as exc:
+            raise UsageError(str(exc)) from None
     manifests = project.load_manifests(args.exercise)  # a bad manifest stops here, before any job starts
     store = ResultStore(args.out)
     try:
         store.open()
     except StoreBusy as exc:
-        raise cli.UsageError(str(exc)) from None
+        raise UsageError(str(exc)) from None
     previous = {
         signum: signal.signal(signum, _raise_interrupted) for signum in (signal.SIGINT, signal.SIGTERM)
     }
@@ -540,7 +582,7 @@ def _run(
     previous_shard = (stored or {}).get("scope", {}).get("shard")
     if stored and "scope" in stored and previous_shard != (str(args.shard) if args.shard else None):
         started = f"--shard {previous_shard}" if previous_shard else "no --shard"
-        raise cli.UsageError(f"{args.out}: this batch was started with {started}; resume it the same way")
+        raise UsageError(f"{args.out}: this batch was started with {started}; resume it the same way")
     entries = discover(args.submissions.resolve())  # jobs run elsewhere: they get absolute paths
     scope = shard.scope(entries, args.shard, project)
     entries = [e for e in entries if args.shard is None or args.shard.holds(e.student)]
@@ -559,7 +601,7 @@ def _run(
         from .lms.cluster import ClusterDispatcher
 
         dispatcher = ClusterDispatcher(
-            args.scheduler, project, settings, store, args.format, budget, progress,
+            args.scheduler, project, job_kit(settings), store, args.format, budget, progress,
             args.submission_budget or job_budget(budget), args.exercise_budget,
         )  # fmt: skip
     else:
@@ -582,6 +624,10 @@ def _run(
     progress.close()
     seconds = time.monotonic() - started
     done = sum(1 for e in entries if store.result_path(e.student).exists())
+    if args.similarity and status == EXIT_OK:
+        ids = [m.id for m in manifests]
+        threshold = similar.THRESHOLD if args.similarity_threshold is None else args.similarity_threshold
+        similar.run(entries, project, ids, store.root, settings.lang, threshold)
     gradebook_path, report_path = write_summaries(entries, store, settings, project)
     startup = dispatcher.first_ready - started if dispatcher.first_ready else 0.0
     run = {"graded": progress.graded_now, "seconds": round(seconds, 3), "jobs": dispatcher.memory(),
@@ -605,3 +651,43 @@ if __name__ == "__main__":
     from .lms.job import main
 
     sys.exit(main())
+
+
+def cmd_similarity(argv: list[str], project: Project) -> int:
+    """`similarity SUBMISSIONS --out OUT`: the report for a graded batch; rewrites its class report."""
+    parser = argparse.ArgumentParser(
+        prog="grade.py similarity",
+        description="Compare every pair of submissions of a graded batch, per exercise (copydetect), and "
+        "add the pairs that share code to its class report and analytics.json.",
+    )
+    parser.add_argument("submissions", type=Path, help="the folder the batch graded")
+    parser.add_argument("--out", type=Path, required=True, help="the batch's results folder")
+    parser.add_argument(
+        "--threshold", type=float, default=similar.THRESHOLD, help=f"default {similar.THRESHOLD}"
+    )
+    args = parser.parse_args(argv)
+    if not args.submissions.is_dir():
+        raise UsageError(f"{args.submissions}: not a folder")
+    if not 0 < args.threshold <= 1:
+        raise UsageError(f"--threshold {args.threshold}: give a share between 0 and 1")
+    store = ResultStore(args.out)
+    stored = store.read_settings()
+    if not stored or "settings" not in stored:
+        raise UsageError(f"{args.out}: not the results folder of a batch (run grade.py batch first)")
+    settings = BatchSettings(**stored["settings"])
+    try:
+        similar._copydetect()
+        store.open()
+    except similar.SimilarityUnavailable as exc:
+        raise UsageError(str(exc)) from None
+    except StoreBusy as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        entries = discover(args.submissions.resolve())
+        ids = [m.id for m in project.load_manifests(settings.exercises)]
+        found = similar.run(entries, project, ids, store.root, settings.lang, args.threshold)
+        _, report = write_summaries(entries, store, settings, project)
+    finally:
+        store.close()
+    print(f"similarity: {len(found.pairs)} pairs at or above {args.threshold:g}; {report}")
+    return 0

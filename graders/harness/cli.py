@@ -19,20 +19,15 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from .batch import cmd_batch
-from .distribution import cmd_build
+from .batch import cmd_batch, cmd_merge, cmd_similarity
+from .build import cmd_build
 from .i18n import Lang, Text, default_lang, say
 from .lms.intake import REPORT_SUFFIX
-from .lms.shard import cmd_merge
-from .project import ManifestError, Project, default_project
+from .project import ManifestError, Project, UsageError, default_project
 from .scaffold import cmd_new
 from .validate import cmd_validate
 
 EXIT_OK, EXIT_BELOW, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
-
-
-class UsageError(Exception):
-    """Bad input from the command line: printed as one line, exit status 2."""
 
 
 def add_grading_options(parser: argparse.ArgumentParser) -> None:
@@ -54,14 +49,15 @@ def add_grading_options(parser: argparse.ArgumentParser) -> None:
 def grade_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="grade.py",
-        description="Grade a submission of the attention lesson in a sandbox and print a scored report.",
-        epilog="Other commands: schema, validate, new, build, batch, merge (python grade.py COMMAND --help).",
+        description="Grade a submission of this course's exercises in a sandbox and print a scored report.",
+        epilog="Other commands: schema, validate, new, build, batch, merge, similarity "
+        "(python grade.py COMMAND --help).",
     )
     parser.add_argument(
         "path",
         nargs="?",
         default=None,
-        help="submission folder (default: submission/, created from the template)",
+        help="submission folder, or a Jupyter notebook (default: submission/, created from the template)",
     )
     formats = ["text", "html", "md", "json", "gradescope", "prairielearn", "junit"]
     parser.add_argument("--format", choices=formats, default="text")
@@ -90,7 +86,9 @@ def prepare_submission(project: Project, path: str | None, notice: Callable[[Tex
         return folder
     folder = Path(path)
     if not folder.exists():
-        raise UsageError(f"{folder}: no such folder")
+        raise UsageError(f"{folder}: no such {'notebook' if folder.suffix.lower() == '.ipynb' else 'folder'}")
+    if folder.suffix.lower() == ".ipynb" and folder.is_file():  # a notebook: its tagged cells (see notebook)
+        return folder
     if not folder.is_dir():
         raise UsageError(f"{folder}: not a folder (give the folder that holds your exercise files)")
     return folder
@@ -121,6 +119,8 @@ def cmd_grade(argv: list[str], project: Project) -> int:
         raise UsageError(say("watch_format")(lang))
     folder = prepare_submission(project, args.path, lambda text: print(text(lang), file=sys.stderr))
     if args.watch:
+        if folder.is_file():  # a notebook: it is saved as one file, and its last cell grades it
+            raise UsageError(f"{folder}: --watch takes a folder of .py files, not a notebook")
         return cmd_watch(args, project, folder, lang)
     progress = CheckProgress(sys.stderr.fileno()) if sys.stderr.isatty() else None
     try:
@@ -131,7 +131,7 @@ def cmd_grade(argv: list[str], project: Project) -> int:
                 seed=args.seed,
                 lang=lang,
                 exercises=args.exercise,
-                run_hidden=project_runs_hidden(project),
+                run_hidden=project.runs_hidden,
                 progress=progress,
             )
     except KeyboardInterrupt:  # the sandbox is already gone (grade's own clean-up); nothing is written
@@ -145,7 +145,8 @@ def cmd_grade(argv: list[str], project: Project) -> int:
         args.out.write_text(render(report, args.format, project=project), encoding="utf-8")
         print(say("notice_report_written", path=args.out)(lang), file=sys.stderr)
     else:
-        sys.stdout.write(render(report, args.format, color=args.format == "text" and sys.stdout.isatty()))
+        color = args.format == "text" and sys.stdout.isatty()
+        sys.stdout.write(render(report, args.format, color=color, project=project))
         if args.format == "text":
             write_html_report(project, folder, report, lang)
     if args.fail_under is not None and report.score < args.fail_under:
@@ -189,7 +190,7 @@ def cmd_watch(args: argparse.Namespace, project: Project, folder: Path, lang: La
     color = sys.stdout.isatty()
 
     def show(shown, whole, terminal) -> None:
-        terminal.write(render(shown, "text", color=color))
+        terminal.write(render(shown, "text", color=color, project=project))
         write_html_report(project, folder, whole, lang, notices=terminal)
 
     try:
@@ -199,7 +200,7 @@ def cmd_watch(args: argparse.Namespace, project: Project, folder: Path, lang: La
             seed=new_seed() if args.seed is None else args.seed,
             lang=lang,
             exercises=args.exercise,
-            run_hidden=project_runs_hidden(project),
+            run_hidden=project.runs_hidden,
             show=show,
         )
     except WatchUnavailable as exc:
@@ -225,11 +226,6 @@ def interruptible() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def project_runs_hidden(project: Project) -> bool:
-    """Hidden checks run wherever the reference solutions are present (not in the student build)."""
-    return (project.root / "reference").is_dir()
-
-
 def cmd_schema(argv: list[str], project: Project) -> int:
     from .reports import json_schema
 
@@ -247,6 +243,7 @@ COMMANDS: dict[str, Callable[[list[str], Project], int]] = {
     "build": cmd_build,
     "validate": cmd_validate,
     "new": cmd_new,
+    "similarity": cmd_similarity,
 }
 
 

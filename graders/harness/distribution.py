@@ -11,9 +11,10 @@ helpers), cut out by line range so comments and formatting survive; each `exerci
 its hidden `[[checks]]` tables. The result is verified (parses, loads, names no hidden check id)
 before it is written. `grade.py` in the student build finds no `reference/` folder, so it runs
 visible checks only and its report says hidden checks run on submission
-(`cli.project_runs_hidden`).
+(`Project.runs_hidden`).
 
-Other builders (a Gradescope zip) start from `write_distribution` and add their own files.
+Other builders (a Gradescope zip, `lms.gradescope_build`) start from `write_distribution` and add
+their own files; `build.py` is the command that picks one.
 """
 
 from __future__ import annotations
@@ -21,14 +22,13 @@ from __future__ import annotations
 import ast
 import re
 import shutil
-from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
 import tomllib
 
 from .models import ExerciseManifest
-from .project import Project
+from .project import COURSE_FILE, Project
 from .validate import check_id_of, static_problems
 
 Kind = Literal["student", "autograder"]
@@ -37,7 +37,7 @@ SKIP_NAMES = {"__pycache__", ".DS_Store", ".pytest_cache", ".ruff_cache"}
 SKIP_SUFFIXES = {".pyc", ".pyo"}
 
 STUDENT_README = """\
-# 注意力课程练习 · Attention lesson exercises
+# {course_zh} · {course_en}
 
 1. 阅读 `exercises/<id>/statement.zh.md`。Read `exercises/<id>/statement.en.md`.
 2. 运行 `python grade.py`：第一次运行会根据 `student_template/` 创建 `submission/`。
@@ -59,7 +59,7 @@ same but is far larger):
 python3 -m venv .venv
 source .venv/bin/activate            # Windows: .venv\\Scripts\\activate
 pip install torch --index-url https://download.pytorch.org/whl/cpu
-pip install numpy pydantic jinja2 pytest markdown-it-py
+pip install numpy pydantic jinja2 pytest markdown-it-py nbformat
 ```
 
 macOS 和 Windows 上 `pip install torch` 本来就是 CPU 版。On macOS and Windows a plain
@@ -75,11 +75,17 @@ class DistributionError(Exception):
 
 
 def write_distribution(
-    project: Project, dest: Path, kind: Kind, *, exercises: list[str] | None = None
+    project: Project,
+    dest: Path,
+    kind: Kind,
+    *,
+    exercises: list[str] | None = None,
+    notebooks: str | None = None,
 ) -> list[Path]:
     """Write the `kind` distribution of `project` into `dest` (absent or empty); return the files written.
 
-    `exercises` limits the build to those ids (default: every exercise). Raises `DistributionError`
+    `exercises` limits the build to those ids (default: every exercise); `notebooks` (a language)
+    also writes `notebooks/<id>.ipynb` for each (see `notebook.exercise_notebook`). Raises `DistributionError`
     (one line, naming the files at fault) when `dest` is not usable, a part of an exercise is
     missing or a hidden check cannot be removed cleanly; `ManifestError` for an invalid manifest.
     Nothing is written unless the whole build can be made.
@@ -91,6 +97,8 @@ def write_distribution(
     manifests = project.load_manifests(exercises)
     _check_parts(project, manifests, kind)
     files = _student_files(project, manifests) if kind == "student" else _autograder_files(project, manifests)
+    if notebooks is not None:
+        files |= _notebooks(project, manifests, notebooks)
     written = []
     for relative, content in files.items():
         target = dest / relative
@@ -102,6 +110,20 @@ def write_distribution(
             target.write_text(content, encoding="utf-8")
         written.append(target)
     return written
+
+
+def _notebooks(project: Project, manifests: list[ExerciseManifest], lang: str) -> Files:
+    from .notebook import exercise_notebook
+
+    return {
+        Path("notebooks") / f"{m.id}.ipynb": exercise_notebook(
+            project.statement_path(m.id, lang).read_text(encoding="utf-8"),
+            project.template_path(m.id).read_text(encoding="utf-8"),
+            m.id,
+            lang,
+        )
+        for m in manifests
+    }
 
 
 def _check_parts(project: Project, manifests: list[ExerciseManifest], kind: Kind) -> None:
@@ -159,8 +181,9 @@ def _tree(root: Path, folder: str) -> Files:
 def _common_files(project: Project, manifests: list[ExerciseManifest]) -> Files:
     root = project.root
     files: Files = {Path("grade.py"): root / "grade.py"}
-    if (root / "pyproject.toml").is_file():
-        files[Path("pyproject.toml")] = root / "pyproject.toml"
+    for name in ("pyproject.toml", COURSE_FILE):
+        if (root / name).is_file():
+            files[Path(name)] = root / name
     for manifest in manifests:
         for path in (project.template_path(manifest.id), *_statements(project, manifest.id)):
             files[path.relative_to(root)] = path
@@ -196,7 +219,10 @@ def _autograder_files(project: Project, manifests: list[ExerciseManifest]) -> Fi
 
 def _student_files(project: Project, manifests: list[ExerciseManifest]) -> Files:
     files = _common_files(project, manifests) | _grader_support(project)
-    files[Path("README.md")] = STUDENT_README
+    title = project.course().title
+    files[Path("README.md")] = STUDENT_README.replace("{course_zh}", title.zh).replace(
+        "{course_en}", title.en
+    )
     for manifest in manifests:
         hidden = hidden_check_ids(manifest)
         manifest_path = project.manifest_path(manifest.id)
@@ -316,46 +342,3 @@ def _verify_stripped(path: Path, text: str, hidden: set[str]) -> None:
         for check_id in hidden:
             if re.search(rf"(?<![A-Za-z0-9_])(?:test_)?{re.escape(check_id)}(?![A-Za-z0-9_])", line):
                 raise DistributionError(f"{path}:{number}: names hidden check {check_id!r} outside its test")
-
-
-# ---------------------------------------------------------------- `python grade.py build KIND DIR`
-
-Builder = Callable[[Project, Path, "list[str] | None"], list[Path]]
-
-
-def _gradescope_zip(project: Project, dest: Path, only: list[str] | None) -> list[Path]:
-    from .lms.gradescope_build import write_gradescope_zip  # builds on write_distribution(..., "autograder")
-
-    return write_gradescope_zip(project, dest, exercises=only)
-
-
-BUILDERS: dict[str, Builder] = {
-    "student": lambda project, dest, only: write_distribution(project, dest, "student", exercises=only),
-    "autograder": lambda project, dest, only: write_distribution(project, dest, "autograder", exercises=only),
-    "gradescope": _gradescope_zip,
-}
-
-
-def cmd_build(argv: list[str], project: Project) -> int:
-    """`build KIND DIR`: write a distribution; 0 when written, 2 on bad usage or a project problem."""
-    import argparse
-    import sys
-
-    parser = argparse.ArgumentParser(
-        prog="grade.py build",
-        description="Write a distribution of this course: student (statements, stubs, visible checks, "
-        "harness; no reference, no hidden check) or autograder (everything an LMS needs to grade).",
-    )
-    parser.add_argument("kind", choices=sorted(BUILDERS), help="which distribution")
-    parser.add_argument("dest", type=Path, help="a new or empty folder")
-    parser.add_argument(
-        "--exercise", action="append", default=None, metavar="ID", help="only this exercise (repeatable)"
-    )
-    args = parser.parse_args(argv)
-    try:
-        written = BUILDERS[args.kind](project, args.dest, args.exercise)
-    except DistributionError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(f"{args.kind} distribution: {len(written)} files written to {args.dest}")
-    return 0

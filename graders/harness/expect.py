@@ -21,12 +21,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import NoReturn
 
 import numpy as np
 import torch
 
-from .errors import CheckFailed, StudentCodeError
+from .errors import CheckFailed, GraderFault, StudentCodeError
 from .i18n import Text, say
 
 Variant = torch.Tensor | tuple | Callable[[], "torch.Tensor | tuple | None"] | None
@@ -431,6 +432,47 @@ def fresh_draws(obj) -> Iterator[None]:
         session.reseed = before
 
 
+@dataclass
+class PeakMemory:
+    """What `peak_memory` measured: `growth`, the bytes by which the worker's memory peaked above
+    what it held when the block began, and `source`, what counted it ("cgroup": the worker's whole
+    tree; "process": the worker's resident set). Both are filled in when the block ends."""
+
+    growth: int = 0
+    source: str = ""
+
+
+PEAK_UNAVAILABLE = Text(
+    zh="这台机器上无法测量沙箱进程的内存峰值（既没有可重置的 cgroup，也无法写 /proc/<pid>/clear_refs）。"
+    "这不是你的问题，请告诉老师。",
+    en="The sandbox worker's peak memory cannot be measured on this machine (no cgroup whose peak can be"
+    " reset, and /proc/<pid>/clear_refs cannot be written): not your fault; please tell your instructor.",
+)
+
+
+@contextmanager
+def peak_memory(obj) -> Iterator[PeakMemory]:
+    """Measure the peak memory of the submission's worker during the block, as the kernel counts it
+    and the trusted side reads it (`SandboxWorker.reset_peak`): nothing the submission reports
+    counts. `obj` is the `student` module or an object of it, already used once (so that its module
+    is loaded and the block holds only the calls it measures). A machine where it cannot be
+    measured is the grader's problem (`GraderFault`), never the student's."""
+    worker = obj._session.worker
+    span = worker.reset_peak() if worker is not None and worker.alive else None
+    if span is None:
+        raise GraderFault(PEAK_UNAVAILABLE)
+    measured = PeakMemory(source=span.source)
+    try:
+        yield measured
+    except BaseException:
+        worker.peak_since(span)  # releases what the span holds; the block's own failure stands
+        raise
+    growth = worker.peak_since(span) if worker is obj._session.worker else None
+    if growth is None:
+        raise GraderFault(PEAK_UNAVAILABLE)
+    measured.growth = growth
+
+
 def load_weights(module, state: dict[str, torch.Tensor], *, own_if_mismatched: bool = False) -> dict:
     """Load `state` into the submission's nn.Module (names it lacks are left alone, `strict=False`)
     and return the weights it now holds. Where its parameters have other shapes than `state`'s, a
@@ -452,6 +494,15 @@ def with_definitions(student, source: str, tag: str):
     even where an earlier part it calls cannot answer (error carried forward). The student's own
     module is untouched; `tag` names the variant (one module per tag)."""
     return student._session.derive(student._slot.name, source.encode(), tag)
+
+
+def with_siblings(student, provided: Mapping[str, str], tag: str):
+    """The student's module as written, loaded as a module of its own in which the sibling modules
+    named in `provided` (name -> trusted source, e.g. a correct exercise 4) replace the student's
+    files of those names: a later exercise that imports an earlier one is graded on its own, not
+    charged for the earlier one's mistakes (error carried forward). `tag` names the variant."""
+    encoded = {name: source.encode() for name, source in provided.items()}
+    return student._session.with_siblings(student._slot.name, encoded, tag)
 
 
 def gradients_match_forward(

@@ -184,6 +184,10 @@ CATALOG: dict[str, dict[str, str]] = {
         "zh": "提交文件中不允许这个导入：{message}",
         "en": "An import in the submission is not allowed: {message}",
     },
+    "sibling_missing": {
+        "zh": "{importer} 导入了 {module}，但你的提交中没有文件 {file}；除了你自己提交的文件，只能导入标准库中的常用模块、numpy 和 torch。",
+        "en": "{importer} imports {module}, but your submission has no file {file}; besides the files of your submission, only common standard modules, numpy and torch can be imported.",
+    },
     "missing_name": {
         "zh": "提交文件中没有定义 `{name}`。",
         "en": "The submission does not define `{name}`.",
@@ -234,7 +238,7 @@ CATALOG: dict[str, dict[str, str]] = {
         "en": "(output too long: {dropped} bytes dropped)",
     },
     # report labels
-    "ui_title": {"zh": "注意力课程自动评分报告", "en": "Attention lesson: grading report"},
+    "ui_title": {"zh": "自动评分报告", "en": "Grading report"},
     "ui_total": {"zh": "总分", "en": "Total"},
     "ui_seed": {"zh": "随机种子（用 --seed {seed} 复现）", "en": "Seed (reproduce with --seed {seed})"},
     "ui_isolation": {"zh": "沙箱保护", "en": "Sandbox protections"},

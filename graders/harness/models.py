@@ -34,6 +34,10 @@ class CheckSpec(_Strict):
     title: Text = Field(description="what the check verifies, one line")
     visibility: Visibility = Field("visible", description="hidden checks run only in LMS grading")
 
+    def runs(self, run_hidden: bool) -> bool:
+        """Does this check run (and count) where hidden checks do (`run_hidden`) or do not?"""
+        return run_hidden or self.visibility != "hidden"
+
 
 class DiagnosisSpec(_Strict):
     """A known mistake the grader can recognise and name."""
@@ -50,7 +54,6 @@ class ExerciseManifest(_Strict):
     order: int = Field(ge=0, description="position in reports and listings")
     exports: list[str] = Field(min_length=1, description="names the student's module must define")
     call_seconds: float = Field(10.0, gt=0, le=120, description="deadline for one call into student code")
-    has_weights: bool = Field(False, description="reports show a heatmap of attention weights")
     banned: list[str] = Field(
         default_factory=list,
         description="dotted names a submission must not use (the built-by-hand rule: see harness.banned)",
@@ -71,7 +74,15 @@ class ExerciseManifest(_Strict):
 
     @property
     def max_score(self) -> float:
-        return sum(c.points for c in self.checks)
+        """Every check's points: what the exercise is worth where hidden checks run."""
+        return self.max_score_for(run_hidden=True)
+
+    def graded_checks(self, run_hidden: bool) -> list[CheckSpec]:
+        """The checks that run and count: all of them, or the visible ones in a student build."""
+        return [c for c in self.checks if c.runs(run_hidden)]
+
+    def max_score_for(self, run_hidden: bool) -> float:
+        return sum(c.points for c in self.graded_checks(run_hidden))
 
     def check(self, check_id: str) -> CheckSpec:
         return next(c for c in self.checks if c.id == check_id)
@@ -126,6 +137,16 @@ class Cause(_Strict):
     section: str | None = Field(None, description="the statement's section that explains it")
     checks: list[str] = Field(description="ids of the checks it failed, in report order")
     points: float = Field(description="points those checks lost")
+
+
+class Course(_Strict):
+    """The course a project grades (`course.toml` at its root): reports and hand-outs name it."""
+
+    title: Text = Field(description="the course's name, e.g. the lesson's title")
+    lesson: int | None = Field(None, description="the lesson's number, where the course has one")
+
+
+GENERIC_COURSE = Course(title=Text(zh="课程练习", en="Course exercises"))
 
 
 StopKind = Literal["file", "crash", "timeout", "grader"]

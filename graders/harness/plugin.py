@@ -30,6 +30,7 @@ from .errors import (
 )
 from .i18n import Text, say
 from .models import ExerciseManifest, Heatmap, StopKind
+from .notebook import NotebookSources
 from .project import Project
 from .sandbox.client import SandboxPool
 from .student import StudentModule, StudentSession, read_submission_file
@@ -69,6 +70,7 @@ class GradingContext:
     seed: int
     pool: SandboxPool
     run_hidden: bool = True
+    notebooks: NotebookSources | None = None  # where exercises come from notebooks (made on first use)
 
 
 class Evidence:
@@ -171,7 +173,7 @@ class GradingPlugin:
                     message=f"{item.name}: check {marker.args[0]!r} is not in the manifest",
                 )
                 drop.append(item)
-            elif spec.visibility == "hidden" and not self.ctx.run_hidden:
+            elif not spec.runs(self.ctx.run_hidden):
                 drop.append(item)
             else:
                 keep.append(item)
@@ -188,12 +190,15 @@ class GradingPlugin:
             self.session = StudentSession(self.ctx.pool)
         if exercise_id not in self.session.slots:
             manifest = self.ctx.manifests[exercise_id]
+            if self.ctx.notebooks is None:
+                self.ctx.notebooks = NotebookSources(self.ctx.submission, list(self.ctx.manifests))
             self.session.add(
                 exercise_id,
                 self.ctx.submission / f"{exercise_id}.py",
                 derive_seed(self.ctx.seed, exercise_id, "worker"),
                 call_seconds=manifest.call_seconds,
                 banned=manifest.banned,
+                origin=self.ctx.notebooks.origin(exercise_id),  # None: the file `<id>.py`
             )
         return self.session
 
@@ -215,8 +220,8 @@ class GradingPlugin:
     def student_source(self) -> str:
         """The submission file's text, read as bytes by this process for static checks (never run here)."""
         exercise_id = _exercise(self._item)
-        path = self.session_for(exercise_id).slots[exercise_id].path
-        return source_text(read_submission_file(path))
+        slot = self.session_for(exercise_id).slots[exercise_id]
+        return source_text(slot.origin.read() if slot.origin is not None else read_submission_file(slot.path))
 
     @pytest.fixture
     def built_by_hand(self) -> BuiltByHand:
@@ -224,7 +229,7 @@ class GradingPlugin:
         exercise_id = _exercise(self._item)
         session = self.session_for(exercise_id)
         slot = session.slots[exercise_id]
-        return BuiltByHand(session.module(exercise_id), slot.path, list(slot.banned))
+        return BuiltByHand(session.module(exercise_id), slot.path, list(slot.banned), slot.origin)
 
     @pytest.fixture
     def reference(self):

@@ -13,7 +13,13 @@ from pathlib import Path
 import tomllib
 from pydantic import ValidationError
 
-from .models import ExerciseManifest
+from .models import GENERIC_COURSE, Course, ExerciseManifest
+
+COURSE_FILE = "course.toml"
+
+
+class UsageError(Exception):
+    """Bad input from the command line: printed as one line, exit status 2."""
 
 
 class ManifestError(Exception):
@@ -54,7 +60,29 @@ class Project:
 
     def load_manifest(self, exercise_id: str) -> ExerciseManifest:
         path = self.manifest_path(exercise_id)
-        shown = path.relative_to(self.root) if path.is_relative_to(self.root) else path
+        manifest = self._load(path, ExerciseManifest)
+        if manifest.id != exercise_id:
+            raise ManifestError(
+                [f"{self._shown(path)}: id: is {manifest.id!r} but the folder is named {exercise_id!r}"]
+            )
+        return manifest
+
+    @property
+    def runs_hidden(self) -> bool:
+        """Hidden checks run wherever the reference solutions are present (not in the student build)."""
+        return (self.root / "reference").is_dir()
+
+    def course(self) -> Course:
+        """The course (`course.toml`); a project without one is a generic course."""
+        path = self.root / COURSE_FILE
+        return self._load(path, Course) if path.is_file() else GENERIC_COURSE
+
+    def _shown(self, path: Path) -> Path:
+        return path.relative_to(self.root) if path.is_relative_to(self.root) else path
+
+    def _load(self, path: Path, model):
+        """`path` (TOML) validated as `model`; every problem one line naming the file and field."""
+        shown = self._shown(path)
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -62,16 +90,13 @@ class Project:
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ManifestError([f"{shown}: not valid TOML: {exc}"]) from None
         try:
-            manifest = ExerciseManifest.model_validate(data)
+            return model.model_validate(data)
         except ValidationError as exc:
             lines = []
             for err in exc.errors():
                 where = ".".join(str(p) for p in err["loc"]) or "(top level)"
                 lines.append(f"{shown}: {where}: {err['msg']}")
             raise ManifestError(lines) from None
-        if manifest.id != exercise_id:
-            raise ManifestError([f"{shown}: id: is {manifest.id!r} but the folder is named {exercise_id!r}"])
-        return manifest
 
     def load_manifests(self, only: list[str] | None = None) -> list[ExerciseManifest]:
         """All manifests (or those in `only`), in exercise order; every problem reported at once."""

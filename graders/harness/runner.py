@@ -248,9 +248,7 @@ def build_report(
     exercises, isolation = [], set()
     for manifest in manifests:
         checks, stopped = [], None
-        for spec in manifest.checks:
-            if spec.visibility == "hidden" and not ctx.run_hidden:
-                continue
+        for spec in manifest.graded_checks(ctx.run_hidden):
             outcome = plugin.outcomes.get((manifest.id, spec.id))
             if outcome is None:
                 problem = plugin.grader_problems.get(manifest.id) or say(

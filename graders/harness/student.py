@@ -15,9 +15,7 @@ is noticed; the replacement worker then holds only the modules used after it.
 
 from __future__ import annotations
 
-import os
 import re
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,9 +34,17 @@ from .errors import (
 )
 from .i18n import say
 from .sandbox import wire
-from .sandbox.client import CapturedOutput, SandboxFailure, SandboxPool, SandboxWorker, WorkerTimeout
+from .sandbox.client import (
+    ALLOWED_IMPORTS,
+    CapturedOutput,
+    SandboxFailure,
+    SandboxPool,
+    SandboxWorker,
+    WorkerTimeout,
+)
+from .siblings import sibling_sources
+from .source import MAX_SOURCE_BYTES, read_submission_file  # noqa: F401  (read from here too)
 
-MAX_SOURCE_BYTES = 1 << 20
 MEMORY_ERROR = re.compile(
     r"bad_alloc|can't allocate memory|out of memory|Cannot allocate memory", re.IGNORECASE
 )
@@ -66,32 +72,6 @@ def describe_call(label: str, args=(), kwargs=None) -> str:
         f"{k}={describe_value(v)}" for k, v in (kwargs or {}).items()
     ]
     return f"{label}({', '.join(parts)})"
-
-
-def read_submission_file(path: Path) -> bytes:
-    """The bytes of a student's file, or `SubmissionFileError` naming the file and the problem."""
-    name = path.name
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        raise SubmissionFileError(say("missing_file", file=name)) from None
-    except OSError as exc:
-        raise SubmissionFileError(say("bad_file", file=name, problem=exc.strerror or str(exc))) from None
-    if stat.S_ISLNK(info.st_mode):
-        raise SubmissionFileError(say("bad_file", file=name, problem="symbolic links are refused"))
-    if not stat.S_ISREG(info.st_mode):
-        raise SubmissionFileError(say("bad_file", file=name, problem="not a regular file"))
-    if info.st_size > MAX_SOURCE_BYTES:
-        raise SubmissionFileError(say("bad_file", file=name, problem=f"larger than {MAX_SOURCE_BYTES} bytes"))
-    if info.st_nlink > 1:  # a hard link may point at a file the student could not read (the reference)
-        raise SubmissionFileError(say("bad_file", file=name, problem="hard links are refused"))
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    with os.fdopen(fd, "rb") as fh:
-        opened = os.fstat(fh.fileno())  # the file may have been swapped since lstat
-        if (opened.st_dev, opened.st_ino) != (info.st_dev, info.st_ino) or not stat.S_ISREG(opened.st_mode):
-            problem = "the file changed while it was read"
-            raise SubmissionFileError(say("bad_file", file=name, problem=problem))
-        return fh.read(MAX_SOURCE_BYTES + 1)
 
 
 PRELUDE_MODULE = "_grader_prelude"  # not a valid exercise id: never a student module's name
@@ -123,10 +103,25 @@ class ModuleSlot:
     load_error: StudentFault | None = None
     generation: int = 0  # the worker generation it is loaded in; 0: none
     banned: tuple[str, ...] = ()  # names the worker's tripwire watches for this module (see `banned`)
+    siblings: dict[str, tuple[str, bytes]] = field(default_factory=dict)  # files it imports (`siblings`)
+    provided: dict[str, bytes] = field(default_factory=dict)  # trusted sources for siblings (`with_siblings`)
     objects: dict[str, RemoteObject] = field(default_factory=dict)  # module attributes read, see below
+    # where the source comes from when it is not the file `path`: a notebook's cells (see `notebook`);
+    # it has read(), display (the file messages name), compile_name, place(line) and translate(text)
+    origin: object | None = None
 
     def __post_init__(self) -> None:
         self.label = self.label or self.name
+
+    @property
+    def display(self) -> str:
+        """The file messages name: the `.py` file, or the notebook."""
+        return self.origin.display if self.origin is not None else self.path.name
+
+    @property
+    def compile_name(self) -> str:
+        """The file name the worker compiles the module under (what its tracebacks mention)."""
+        return self.origin.compile_name if self.origin is not None else self.path.name
 
 
 class StudentSession:
@@ -155,14 +150,15 @@ class StudentSession:
         self.clock = SubmissionClock(pool.limits.submission_seconds)  # see `budget`
 
     def add(
-        self, name: str, path: Path, seed: int, call_seconds: float | None = None, banned=()
+        self, name: str, path: Path, seed: int, call_seconds: float | None = None, banned=(), origin=None
     ) -> ModuleSlot:
-        """Declare the module `name` (file `path`); `call_seconds` is capped by the pool's limit;
-        `banned` names are watched by the worker's tripwire while it runs (see `banned`)."""
+        """Declare the module `name` (file `path`, or `origin`: a notebook's cells); `call_seconds` is
+        capped by the pool's limit; `banned` names are watched by the worker's tripwire while it runs
+        (see `banned`)."""
         if name not in self.slots:
             cap = self.pool.limits.call_seconds
             seconds = min(call_seconds or cap, cap)
-            self.slots[name] = ModuleSlot(name, path, seed, seconds, banned=tuple(banned))
+            self.slots[name] = ModuleSlot(name, path, seed, seconds, banned=tuple(banned), origin=origin)
             budget = self.pool.limits.exercise_seconds or EXERCISE_FACTOR * self.slots[name].call_seconds
             self.clock.add(name, budget)
         return self.slots[name]
@@ -179,7 +175,21 @@ class StudentSession:
         if derived not in self.slots:
             self.slots[derived] = ModuleSlot(
                 derived, base.path, base.seed, base.call_seconds, label=base.label, base=base,
-                suffix=suffix, banned=base.banned,
+                suffix=suffix, banned=base.banned, origin=base.origin,
+            )  # fmt: skip
+        return StudentModule(self, self.slots[derived])
+
+    def with_siblings(self, name: str, provided: dict[str, bytes], tag: str) -> StudentModule:
+        """Module `name` as the student wrote it, loaded as a module of its own in which the sibling
+        modules named in `provided` are trusted sources (e.g. a correct earlier exercise) instead of
+        the student's files: a later part is graded on its own, whatever the earlier part does or
+        whether its file exists (error carried forward). Limits and output stay the student's."""
+        base = self.slots[name]
+        derived = f"{name}__{tag}"
+        if derived not in self.slots:
+            self.slots[derived] = ModuleSlot(
+                derived, base.path, base.seed, base.call_seconds, label=base.label, banned=base.banned,
+                provided=dict(provided), origin=base.origin,
             )  # fmt: skip
         return StudentModule(self, self.slots[derived])
 
@@ -197,9 +207,16 @@ class StudentSession:
             try:
                 if slot.base is not None:  # the student's file first: its own problems are reported as such
                     self._ensure(slot.base)
+                    slot.siblings = slot.base.siblings
                     slot.source = slot.base.source + b"\n\n" + slot.suffix
+                elif slot.origin is not None:  # a notebook's cells: its imports are found the same way
+                    source = slot.origin.read()
+                    slot.siblings = sibling_sources(slot.path.parent, source, ALLOWED_IMPORTS, slot.provided)
+                    slot.source = source
                 else:
-                    slot.source = read_submission_file(slot.path)
+                    source = read_submission_file(slot.path)
+                    slot.siblings = sibling_sources(slot.path.parent, source, ALLOWED_IMPORTS, slot.provided)
+                    slot.source = source
             except SubmissionFileError as exc:
                 slot.load_error = exc
                 raise
@@ -217,9 +234,13 @@ class StudentSession:
         if not fresh:  # a fault here is the other module's doing: it costs this check, nothing more
             header = {"op": "load", "module": PRELUDE_MODULE, "filename": "<prelude>"}
             self._exchange(slot, header, [prelude(slot.seed)])
-        header = {"op": "load", "module": slot.name, "filename": slot.path.name, "banned": list(slot.banned)}
+        header = {
+            "op": "load", "module": slot.name, "filename": slot.compile_name, "banned": list(slot.banned),
+            "siblings": [[name, file] for name, (file, _) in slot.siblings.items()],
+        }  # fmt: skip
+        buffers = [slot.source, *(data for _, data in slot.siblings.values())]
         try:
-            reply = self._exchange(slot, header, [slot.source])
+            reply = self._exchange(slot, header, buffers)
         except StudentFault as exc:  # a load that hangs or kills its worker does so every time: fail fast
             slot.load_error = exc
             raise
@@ -229,10 +250,18 @@ class StudentSession:
         slot.generation = self.generation
 
     def _load_fault(self, slot: ModuleSlot, err: dict) -> StudentFault:
-        file = slot.path.name
+        file = slot.display
         if err.get("syntax"):
-            return SubmissionFileError(say("syntax_error", file=file, message=err.get("message", "")))
+            siblings = {name for name, _ in slot.siblings.values()}
+            file = err.get("file") if err.get("file") in siblings else file  # a sibling's own mistake
+            message = self.translate(err.get("message", ""))
+            return SubmissionFileError(say("syntax_error", file=file, message=message))
         if err.get("import_refused"):
+            missing = err.get("missing")
+            if isinstance(missing, list) and len(missing) == 2 and all(isinstance(m, str) for m in missing):
+                module, importer = missing[0].removesuffix(".py"), missing[1] or file
+                text = say("sibling_missing", file=missing[0], module=module, importer=importer)
+                return SubmissionFileError(text)
             return SubmissionFileError(say("import_refused", message=err.get("message", "")))
         if placeholder(err):
             return StudentNotImplemented(say("not_implemented", name=file))
@@ -240,7 +269,7 @@ class StudentSession:
             return self._out_of_memory(f"{err.get('type')}: {err.get('message')}")
         kind, message, where = (
             str(err.get("type", "?")),
-            str(err.get("message", "")),
+            self.translate(str(err.get("message", ""))),
             self.where(err.get("frames")),
         )
         text = say("load_error", file=file, type=kind, message=message)
@@ -258,19 +287,34 @@ class StudentSession:
     def where(self, frames) -> str:
         """ "file, line N: code" for the innermost frame of the student's own files that the grader
         holds the source of (the code line is read from those bytes here, not from the worker)."""
-        sources = {
-            s.path.name: s.source for s in self.slots.values() if s.source is not None and s.base is None
-        }
+        slots = {s.compile_name: s for s in self.slots.values() if s.source is not None and s.base is None}
+        siblings: dict[str, bytes] = {}
+        for slot in self.slots.values():
+            own = {n: v for n, v in slot.siblings.items() if n not in slot.provided}
+            siblings.update({file: data for file, data in own.values() if file not in slots})
         for frame in reversed(frames if isinstance(frames, list) else []):
             if not (isinstance(frame, list) and len(frame) == 3 and type(frame[1]) is int):
                 continue
             file, line = str(frame[0]), frame[1]
-            if file in sources:
-                lines = sources[file].decode("utf-8", "replace").splitlines()
-                code = lines[line - 1].strip() if 0 < line <= len(lines) else ""
-                code = code if len(code) <= 160 else code[:159] + "…"
-                return f"{file}, line {line}: `{code}`" if code else f"{file}, line {line}"
+            if file in slots:
+                source, origin = slots[file].source, slots[file].origin
+            elif file in siblings:
+                source, origin = siblings[file], None
+            else:
+                continue
+            lines = source.decode("utf-8", "replace").splitlines()
+            code = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+            code = code if len(code) <= 160 else code[:159] + "…"
+            place = origin.place(line) if origin is not None else f"{file}, line {line}"
+            return f"{place}: `{code}`" if code else place
         return ""
+
+    def translate(self, text: str) -> str:
+        """`text` from the worker with the lines of notebook code named by cell (see `notebook`)."""
+        for slot in self.slots.values():
+            if slot.origin is not None and slot.base is None:
+                text = slot.origin.translate(text)
+        return text
 
     def _retire(self) -> None:
         if self.worker is not None:
@@ -367,7 +411,8 @@ class StudentSession:
         if is_memory_error(err):
             return self._out_of_memory(f"{err.get('type')}: {err.get('message')}")
         return StudentCodeError(
-            str(err.get("type", "?")), str(err.get("message", "")), str(err.get("traceback", "")),
+            str(err.get("type", "?")), self.translate(str(err.get("message", ""))),
+            self.translate(str(err.get("traceback", ""))),
             where=self.where(err.get("frames")), call=call,
         )  # fmt: skip
 

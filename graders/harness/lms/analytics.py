@@ -22,6 +22,7 @@ from ..i18n import Lang
 from ..models import ExerciseManifest
 from .messages import labels
 from .result import SubmissionResult
+from .similarity import Similarity, similarity_labels
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "reports" / "templates"
 BINS = 10
@@ -95,6 +96,7 @@ class ClassAnalytics(_Model):
     checks: list[CheckStats]
     misconceptions: list[DiagnosisCount] = Field(description="diagnoses across all checks, by students")
     problems: list[Problem]
+    similarity: Similarity | None = Field(default=None, description="pairs sharing code (--similarity)")
 
 
 def histogram(fractions: list[float], bins: int = BINS) -> list[Bin]:
@@ -157,7 +159,12 @@ def _misconceptions(
 
 
 def analyse(
-    results: list[SubmissionResult], manifests: list[ExerciseManifest], seed: int, lang: Lang, top: int = 3
+    results: list[SubmissionResult],
+    manifests: list[ExerciseManifest],
+    seed: int,
+    lang: Lang,
+    top: int = 3,
+    similarity: Similarity | None = None,
 ) -> ClassAnalytics:
     graded = [r for r in results if r.gradable]
     max_score = sum(m.max_score for m in manifests)
@@ -192,6 +199,7 @@ def analyse(
         checks=[c for m in manifests for c in _check_stats(m, graded, lang, top)],
         misconceptions=_misconceptions(manifests, graded, lang),
         problems=[p for r in sorted(results, key=lambda r: r.student) for p in _problems(r)],
+        similarity=similarity,
     )
 
 
@@ -231,4 +239,4 @@ _env.filters["pts"] = lambda value: f"{value:g}"
 
 def render_html(analytics: ClassAnalytics) -> str:
     template = _env.get_template("class_report.html.j2")
-    return template.render(a=analytics, t=labels(analytics.lang))
+    return template.render(a=analytics, t={**labels(analytics.lang), **similarity_labels(analytics.lang)})

@@ -20,7 +20,6 @@ import time
 import traceback
 from pathlib import Path
 
-from ..cli import project_runs_hidden
 from ..project import default_project
 from . import gradescope
 from .intake import Refusal, require_exercise_files, submission_root
@@ -39,7 +38,7 @@ def grade_submission(root: Path, lang: str, seed: int | None) -> SubmissionResul
     seed = new_seed() if seed is None else seed
     project = default_project()
     manifests = project.load_manifests()
-    run_hidden = project_runs_hidden(project)
+    run_hidden = project.runs_hidden
     base = {"student": "submission", "source": "submission", "seed": seed, "lang": lang,
             "max_score": possible_score(manifests, run_hidden)}  # fmt: skip
     try:

@@ -26,7 +26,6 @@ with it (PDEATHSIG), taking its zygote and sandboxed workers along.
 
 from __future__ import annotations
 
-import importlib
 import io
 import itertools
 import json
@@ -43,8 +42,11 @@ import threading
 import time
 import zipfile
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..project import Project, default_project
 from ..sandbox import isolation
@@ -151,21 +153,30 @@ def materialise(request: dict, folder: Path) -> Entry:
 # ---------------------------------------------------------------- the worker side
 
 
-def _batch():
-    """`graders.harness.batch`, imported the way `grade.py` does (through `cli`, which it imports)."""
-    importlib.import_module("..cli", __package__)  # first: batch imports cli, which imports batch back
-    return importlib.import_module("..batch", __package__)
+@dataclass(frozen=True)
+class JobKit:
+    """What the batch command (`batch.job_kit`) lends this module, which imports nothing of it (the
+    batch imports this one): the batch's settings, how to start and talk to a job process, the
+    row of a submission without a report, and the batch's failure. Sent to the workers with the
+    plugin (functions and classes travel by name: a worker imports them from its own copy)."""
+
+    settings: Any  # batch.BatchSettings
+    command: Callable  # batch.job_command
+    env: Callable  # batch.job_env
+    job: type  # batch.Job
+    code_root: Path
+    start_seconds: float
+    unscored: Callable  # batch.unscored
+    failed: type  # batch.BatchFailed
 
 
 class GradingPlugin(WorkerPlugin):
     """Grades a batch's submissions on one Dask worker (see the module's docstring)."""
 
-    def __init__(self, name: str, digest: str, settings: dict, budgets: dict) -> None:
-        self.name, self.digest, self.settings, self.budgets = name, digest, settings, budgets
+    def __init__(self, name: str, digest: str, kit: JobKit, budgets: dict) -> None:
+        self.name, self.digest, self.kit, self.budgets = name, digest, kit, budgets
 
     def setup(self, worker) -> None:
-        BatchSettings = _batch().BatchSettings
-
         self.address = worker.address
         self.project = default_project()
         here = project_digest(self.project)
@@ -176,7 +187,6 @@ class GradingPlugin(WorkerPlugin):
                 f"(digest {self.digest}); install the same version of the course on every worker"
             )
             raise ProjectMismatch(self.refused)
-        self.batch_settings = BatchSettings(**self.settings)
         self.work = Path(worker.local_directory) / f"{self.name}-{os.getpid()}"
         self.work.mkdir(parents=True, exist_ok=True)
         self.lock = threading.Lock()
@@ -196,8 +206,7 @@ class GradingPlugin(WorkerPlugin):
                 holder.close()
 
     def _start(self):
-        batch = _batch()
-        Job, job_command, job_env = batch.Job, batch.job_command, batch.job_env
+        kit = self.kit
         index = len(self.every) + 1
         work = self.work / f"job-{index}"
         work.mkdir(parents=True, exist_ok=True)
@@ -206,13 +215,13 @@ class GradingPlugin(WorkerPlugin):
             uid_block, holder = isolation.reserve_uid_block(secrets.randbelow(isolation.UID_BLOCKS))
             self.holders.append(holder)
         b = self.budgets
-        cmd = job_command(self.project.root, self.batch_settings, work, b["code"], b["exercise"], uid_block)
+        cmd = kit.command(self.project.root, kit.settings, work, b["code"], b["exercise"], uid_block)
         with open(self.work / f"job-{index}.log", "ab") as log:
             proc = subprocess.Popen(
-                cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=job_env(work),
-                cwd=batch.CODE_ROOT, start_new_session=True,
+                cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=kit.env(work),
+                cwd=kit.code_root, start_new_session=True,
             )  # fmt: skip
-        job = Job(index, proc, work=work)
+        job = kit.job(index, proc, work=work)
         self.every.append(job)
         return job
 
@@ -250,7 +259,7 @@ class GradingPlugin(WorkerPlugin):
         job = self._take()
         try:
             if not job.ready:
-                message = self._next(job, time.monotonic() + _batch().START_SECONDS)
+                message = self._next(job, time.monotonic() + self.kit.start_seconds)
                 if not message or not message.get("ready"):
                     log = (self.work / f"job-{job.index}.log").read_text(errors="replace").strip()
                     last = log.splitlines()[-1] if log else job.exit_detail()
@@ -310,10 +319,10 @@ def grade_on_worker(plugin_name: str, request: dict) -> dict:
 class ClusterDispatcher:
     """Grades `todo` on a Dask cluster; the same interface to `batch._run` as `batch.Dispatcher`."""
 
-    def __init__(self, scheduler: str, project: Project, settings, store, fmt: str, budget: float,
+    def __init__(self, scheduler: str, project: Project, kit: JobKit, store, fmt: str, budget: float,
                  progress, code_budget: float, exercise_budget: float | None) -> None:  # fmt: skip
         self.kind, self.where = parse_scheduler(scheduler)
-        self.project, self.settings, self.store, self.fmt = project, settings, store, fmt
+        self.project, self.kit, self.settings, self.store, self.fmt = project, kit, kit.settings, store, fmt
         self.progress = progress
         self.budgets = {"watchdog": budget, "code": code_budget, "exercise": exercise_budget}
         self.first_ready: float | None = None
@@ -339,7 +348,7 @@ class ClusterDispatcher:
         from distributed import as_completed
         from distributed.client import FutureCancelledError
 
-        from ..batch import START_SECONDS, BatchFailed, unscored
+        BatchFailed, unscored, START_SECONDS = self.kit.failed, self.kit.unscored, self.kit.start_seconds
 
         try:
             cluster, client = self.connect()
@@ -352,7 +361,7 @@ class ClusterDispatcher:
                 client.wait_for_workers(1, timeout=START_SECONDS)
             except TimeoutError:
                 raise BatchFailed(f"no Dask worker joined {self.where} within {START_SECONDS:g} s") from None
-            plugin = GradingPlugin(name, self.digest, self.settings.as_dict(), self.budgets)
+            plugin = GradingPlugin(name, self.digest, self.kit, self.budgets)
             try:
                 client.register_plugin(plugin, name=name)
             except ProjectMismatch as exc:

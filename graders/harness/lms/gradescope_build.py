@@ -23,7 +23,7 @@ from ..project import Project
 ZIP_NAME = "autograder.zip"
 DEFAULT_REQUIREMENTS = [
     "torch>=2.1", "numpy>=1.24", "pydantic>=2.5", "jinja2>=3.1", "pytest>=8.4", "markdown-it-py>=3",
-    'pyseccomp>=0.1.2; sys_platform == "linux"',
+    "nbformat>=5.7", 'pyseccomp>=0.1.2; sys_platform == "linux"',
 ]  # fmt: skip
 CPU_TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
 EPOCH = (1980, 1, 1, 0, 0, 0)

@@ -23,9 +23,11 @@ from typing import Literal
 
 from .. import inert
 from ..i18n import Text
+from ..notebook import SUFFIX as NOTEBOOK_SUFFIX
+from ..notebook import has_code
 from .messages import msg
 
-EntryKind = Literal["dir", "zip", "other", "link"]
+EntryKind = Literal["dir", "zip", "notebook", "other", "link"]
 IGNORED_DIRS = {"__MACOSX", "__pycache__"}
 
 
@@ -126,6 +128,10 @@ def discover(folder: Path) -> list[Entry]:
             name = path.stem if path.stem and path.stem not in taken else path.name
             taken.add(name)
             entries.append(Entry(key(name), path, "zip"))
+        elif path.is_file() and path.suffix.lower() == NOTEBOOK_SUFFIX:  # a notebook on its own
+            name = path.stem if path.stem and path.stem not in taken else path.name
+            taken.add(name)
+            entries.append(Entry(key(name), path, "notebook"))
         else:
             entries.append(Entry(key(path.name), path, "other"))
     return entries
@@ -227,9 +233,10 @@ def _extract_member(
 
 
 def submission_root(folder: Path, exercise_ids: list[str], depth: int = 3) -> Path:
-    """The folder that holds the exercise files: `folder`, or its only sub-folder (zips often wrap one)."""
+    """The folder that holds the exercise files (or notebooks): `folder`, or its only sub-folder (zips
+    often wrap one)."""
     for _ in range(depth):
-        if any((folder / f"{e}.py").exists() for e in exercise_ids):
+        if has_code(folder, exercise_ids):
             return folder
         subdirs = [
             p for p in folder.iterdir()
@@ -242,7 +249,7 @@ def submission_root(folder: Path, exercise_ids: list[str], depth: int = 3) -> Pa
 
 
 def require_exercise_files(folder: Path, exercise_ids: list[str]) -> None:
-    """Refuse a submission that holds none of the exercise files (nothing to grade at all)."""
-    if not any((folder / f"{e}.py").exists() or (folder / f"{e}.py").is_symlink() for e in exercise_ids):
-        expected = ", ".join(f"{e}.py" for e in exercise_ids)
+    """Refuse a submission that holds none of the exercise files nor a notebook (nothing to grade)."""
+    if not has_code(folder, exercise_ids):
+        expected = ", ".join(f"{e}.py" for e in exercise_ids) + ", *.ipynb"
         raise Refusal("no_files", msg("no_files", expected=expected))

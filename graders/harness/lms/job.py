@@ -44,7 +44,6 @@ from .result import SubmissionResult, possible_score
 if TYPE_CHECKING:
     from ..runner import SessionGrader
 
-PR_SET_PDEATHSIG = 1
 
 
 @dataclass(frozen=True)
@@ -103,9 +102,12 @@ def grade_entry(
             problem = "not_submission" if entry.kind == "other" else "link_entry"
             raise Refusal(problem, msg(problem, source=entry.source))
         with tempfile.TemporaryDirectory(prefix="agw-batch-") as tmp:
-            folder = entry.path if entry.kind == "dir" else unpack_zip(entry.path, Path(tmp) / "unpacked")
-            folder = submission_root(folder, ids)
-            require_exercise_files(folder, ids)
+            if entry.kind == "notebook":  # graded as it is: its cells are read as bytes, like a .py
+                folder = entry.path
+            else:
+                folder = entry.path if entry.kind == "dir" else unpack_zip(entry.path, Path(tmp) / "unpacked")
+                folder = submission_root(folder, ids)
+                require_exercise_files(folder, ids)
             if grader is not None:
                 report = grader.grade(folder, seed=settings.seed, lang=settings.lang)
             else:
@@ -145,10 +147,10 @@ def peak_kb(pid: int | None) -> int:
 
 
 def _die_with_parent(parent: int) -> None:
-    try:
-        import ctypes
+    from ..sandbox.isolation import die_with_parent
 
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    try:
+        die_with_parent(signal.SIGTERM)
     except (OSError, AttributeError):
         pass
     if os.getppid() != parent:  # the parent died before the prctl took effect

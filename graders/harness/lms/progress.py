@@ -1,17 +1,22 @@
-"""Batch progress: a redrawn bar with count, rate and ETA on a terminal; plain lines otherwise.
+"""Batch progress: a live bar (rich) with count, rate and ETA on a terminal; plain lines otherwise.
 
 The plain form (one line per finished submission) is what a CI log or `nohup` file wants; the
-bar is for a person watching a terminal. The rate counts only submissions graded in this run, so
-a resumed batch does not claim the speed of work done earlier.
+bar is for a person watching a terminal, drawn by `rich.progress`. Student names reach it as plain
+text (`markup=False`, made printable by `inert.single_line`), never as rich markup. The rate
+counts only submissions graded in this run, so a resumed batch does not claim the speed of work
+done earlier.
 """
 
 from __future__ import annotations
 
 import time
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from .. import inert
 from .result import SubmissionResult
+
+if TYPE_CHECKING:
+    from rich.progress import Progress as Bar
 
 
 def clock(seconds: float) -> str:
@@ -23,8 +28,25 @@ def clock(seconds: float) -> str:
 class Progress:
     def __init__(self, total: int, done: int, stream: TextIO, bar: bool, width: int = 30) -> None:
         self.total, self.done, self.kept = total, done, done
-        self.stream, self.bar, self.width = stream, bar, width
+        self.stream = stream
         self.start = time.monotonic()
+        self.bar: Bar | None = None
+        if bar:  # imported here: only a batch watched on a terminal draws a bar
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
+            from rich.progress import Progress as Bar
+
+            console = Console(file=stream, force_terminal=True, width=100, highlight=False)
+            self.bar = Bar(
+                BarColumn(bar_width=width),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[speed]}", markup=False),
+                TextColumn("{task.fields[student]}", markup=False),
+                console=console,
+                auto_refresh=False,
+                transient=False,
+            )
+            self.task = self.bar.add_task("batch", total=total, completed=done, speed="", student="")
 
     @property
     def graded_now(self) -> int:
@@ -34,36 +56,36 @@ class Progress:
         elapsed = time.monotonic() - self.start
         return self.graded_now / elapsed if elapsed > 0 else 0.0
 
-    def line(self, result: SubmissionResult | None = None) -> str:
+    def speed(self) -> str:
         rate = self.rate()
-        left = self.total - self.done
-        eta = clock(left / rate) if rate > 0 else "?"
-        if self.bar:
-            filled = int(self.width * self.done / self.total) if self.total else self.width
-            tail = f"  {inert.single_line(result.student)[:24]}" if result else ""
-            bar = "#" * filled + "." * (self.width - filled)
-            return f"\r[{bar}] {self.done}/{self.total}  {rate:.1f}/s  ETA {eta}{tail}\x1b[K"
-        assert result is not None
+        eta = clock((self.total - self.done) / rate) if rate > 0 else "?"
+        return f"{rate:.1f}/s  ETA {eta}"
+
+    def line(self, result: SubmissionResult) -> str:
         score = (
             f"{result.score:g}/{result.max_score:g}" if result.status == "graded" else result.problem or "-"
         )
         return (
             f"[{self.done:>{len(str(self.total))}}/{self.total}] {inert.single_line(result.student)}: "
             f"{result.status} {inert.single_line(score)} "
-            f"({result.elapsed:.2f} s; {rate:.1f}/s, ETA {eta})\n"
+            f"({result.elapsed:.2f} s; {self.speed().replace('  ', ', ')})\n"
         )
 
     def started(self) -> None:
-        if self.bar:
-            self.stream.write(self.line())
-            self.stream.flush()
+        if self.bar is not None:
+            self.bar.start()
+            self.bar.refresh()
 
     def advance(self, result: SubmissionResult) -> None:
         self.done += 1
-        self.stream.write(self.line(result))
-        self.stream.flush()
+        if self.bar is None:
+            self.stream.write(self.line(result))
+            self.stream.flush()
+            return
+        student = inert.single_line(result.student)[:24]
+        self.bar.update(self.task, completed=self.done, speed=self.speed(), student=student)
+        self.bar.refresh()
 
     def close(self) -> None:
-        if self.bar:
-            self.stream.write("\n")
-            self.stream.flush()
+        if self.bar is not None:
+            self.bar.stop()

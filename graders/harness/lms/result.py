@@ -73,4 +73,4 @@ class SubmissionResult(BaseModel):
 
 def possible_score(manifests: list[ExerciseManifest], run_hidden: bool) -> float:
     """The maximum a submission can score: every check, or only the visible ones in a student build."""
-    return sum(c.points for m in manifests for c in m.checks if run_hidden or c.visibility != "hidden")
+    return sum(m.max_score_for(run_hidden) for m in manifests)

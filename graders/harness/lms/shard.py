@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import re
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +35,7 @@ from pathlib import Path
 from ..project import Project
 from . import RENDERERS
 from .result import SubmissionResult
-from .store import ResultStore, StoreBusy, write_atomic
+from .store import ResultStore, write_atomic
 
 PROJECT_TREES = ("exercises", "graders", "reference")  # what decides a grade (graders/ holds the harness)
 _SPEC = re.compile(r"^(?:(\d+)|auto)(?:/(\d+))?$")
@@ -228,54 +227,36 @@ def check_shards(folders: list[ShardFolder], project: Project) -> None:
         raise ShardError(f"the shards hold {len(seen)} students, the class {first.scope.get('entries')}")
 
 
-def cmd_merge(argv: list[str], project: Project) -> int:
-    from .. import cli
-    from ..batch import BatchSettings, write_class_files
-
-    args = merge_parser().parse_args(argv)
+def prepare_merge(args: argparse.Namespace, project: Project) -> tuple[list[ShardFolder], list, set[str]]:
+    """The shards named by `merge`'s arguments, checked to make one batch (`ShardError` if not), their
+    results in the order one batch lists them, and the LMS formats to write."""
     out = args.out.resolve()
     if any(out == f.resolve() for f in args.shards):
-        raise cli.UsageError(f"{args.out}: is one of the shards; merge into another folder")
+        raise ShardError(f"{args.out}: is one of the shards; merge into another folder")
     if args.out.exists() and (not args.out.is_dir() or _holds_other_than_a_merge(args.out)):
-        raise cli.UsageError(f"{args.out}: exists and is not empty; merge into a new folder")
-    try:
-        folders = [_read(path) for path in args.shards]
-        check_shards(folders, project)
-        results, formats = _collect(folders)
-    except ShardError as exc:
-        raise cli.UsageError(str(exc)) from None
+        raise ShardError(f"{args.out}: exists and is not empty; merge into a new folder")
+    folders = [_read(path) for path in args.shards]
+    check_shards(folders, project)
+    results, formats = _collect(folders)
     if args.format:
         formats.add(args.format)
-    store = ResultStore(args.out)
-    try:
-        store.open()
-    except StoreBusy as exc:
-        raise cli.UsageError(str(exc)) from None
-    try:
-        for student, result, text, source in results:
-            for fmt in sorted(formats):
-                copied = source / fmt / store.format_path(student, fmt).name
-                if copied.is_file():
-                    write_atomic(store.format_path(student, fmt), copied.read_text(encoding="utf-8"))
-                else:
-                    store.ensure_format(result, fmt)
-            write_atomic(store.result_path(student), text)
-        settings = BatchSettings(**folders[0].settings)
-        gradebook_path, report_path = write_class_files(
-            [r for _, r, _, _ in results], args.out, settings, project
-        )
-        whole = {**folders[0].scope, "shard": None}
-        whole["students"] = {s: p for f in folders for s, p in f.scope["students"].items()}
-        merged = [str(f.path) for f in sorted(folders, key=lambda f: _index(f.scope))]
-        store.write_settings({"settings": folders[0].settings, "scope": whole, "merged": merged})
-    finally:
-        store.close()
-    print(
-        f"merge: {len(folders)} shards, {len(results)} submissions; gradebook {gradebook_path}; "
-        f"class report {report_path}",
-        file=sys.stderr,
-    )
-    return 0
+    return folders, results, formats
+
+
+def write_merged(store: ResultStore, folders: list[ShardFolder], results: list, formats: set[str]) -> None:
+    """Each result and its LMS files as the shard wrote them, then `batch.json` for the whole class."""
+    for student, result, text, source in results:
+        for fmt in sorted(formats):
+            copied = source / fmt / store.format_path(student, fmt).name
+            if copied.is_file():
+                write_atomic(store.format_path(student, fmt), copied.read_text(encoding="utf-8"))
+            else:
+                store.ensure_format(result, fmt)
+        write_atomic(store.result_path(student), text)
+    whole = {**folders[0].scope, "shard": None}
+    whole["students"] = {s: p for f in folders for s, p in f.scope["students"].items()}
+    merged = [str(f.path) for f in sorted(folders, key=lambda f: _index(f.scope))]
+    store.write_settings({"settings": folders[0].settings, "scope": whole, "merged": merged})
 
 
 def _index(scope: dict) -> int:

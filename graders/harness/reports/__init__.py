@@ -70,7 +70,8 @@ _env.globals["cell_color"] = _cell_color
 
 
 def render(report: Report, fmt: str, color: bool = False, project: Project | None = None) -> str:
-    """`report` as `fmt`; with `project`, an HTML report also holds the exercises' statements."""
+    """`report` as `fmt`; with `project`, the report is titled with its course and an HTML report
+    also holds the exercises' statements."""
     if fmt == "json":
         return report.model_dump_json(indent=2) + "\n"
     if fmt not in FORMATS:
@@ -84,7 +85,8 @@ def render(report: Report, fmt: str, color: bool = False, project: Project | Non
             rendered = render_statement(project, exercise.id, report.lang)
             if rendered is not None:
                 statements[exercise.id] = rendered
-    return template.render(r=report, t=labels(report.lang), color=color, statements=statements)
+    course = project.course().title(report.lang) if project is not None else ""
+    return template.render(r=report, t=labels(report.lang), color=color, statements=statements, course=course)
 
 
 def json_schema() -> str:

@@ -112,6 +112,17 @@ class MemoryUse:
     source: str
 
 
+@dataclass(frozen=True)
+class PeakSpan:
+    """The start of a span whose peak memory `SandboxWorker.peak_since` reports: the kernel's
+    high-water mark was reset to the usage `baseline` (bytes) at its start. `source` as in
+    `MemoryUse`; `fd` is the cgroup v2 `memory.peak` file whose reset is private to that descriptor."""
+
+    baseline: int
+    source: str
+    fd: int | None = None
+
+
 def _read_int(path: str) -> int:
     with open(path, "rb") as fh:
         return int(fh.read().split()[0])
@@ -470,6 +481,10 @@ class SandboxWorker:
                 return MemoryUse(usage, peak, failures, "cgroup")
             except (OSError, ValueError, KeyError):
                 pass
+        return self._process_memory()
+
+    def _process_memory(self) -> MemoryUse | None:
+        """The worker process's own resident set now and at its high-water mark (VmRSS, VmHWM)."""
         try:
             with open(f"/proc/{self.pid}/status", "rb") as fh:
                 fields = dict(line.split(b":", 1) for line in fh if b":" in line)
@@ -477,6 +492,55 @@ class SandboxWorker:
             return MemoryUse(kib(b"VmRSS"), kib(b"VmHWM"), 0, "process")
         except (OSError, ValueError, KeyError, IndexError):
             return None
+
+    def reset_peak(self) -> PeakSpan | None:
+        """Reset the kernel's high-water mark of this worker's memory to what it uses now, from the
+        trusted side (the worker is not asked and sees no /proc): its cgroup's where it has one
+        (v1 `memory.max_usage_in_bytes` takes "0"; v2 `memory.peak` takes a reset on one open
+        descriptor, kernel 6.12 and later), else the worker process's own VmHWM (`clear_refs` 5).
+        None when neither can be reset on this machine."""
+        path = self.memory_files.get("peak")
+        if path and "usage" in self.memory_files:
+            try:
+                if path.endswith("memory.max_usage_in_bytes"):
+                    with open(path, "w") as fh:
+                        fh.write("0")
+                    return PeakSpan(_read_int(self.memory_files["usage"]), "cgroup")
+                fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+                try:
+                    os.write(fd, b"reset\n")
+                    return PeakSpan(_read_int(self.memory_files["usage"]), "cgroup", fd)
+                except OSError:
+                    os.close(fd)
+            except (OSError, ValueError):
+                pass
+        try:
+            with open(f"/proc/{self.pid}/clear_refs", "w") as fh:
+                fh.write("5")
+        except OSError:
+            return None
+        use = self._process_memory()
+        return None if use is None else PeakSpan(use.peak, "process")
+
+    def peak_since(self, span: PeakSpan) -> int | None:
+        """Bytes by which the worker's memory peaked above `span.baseline` since `reset_peak`, as
+        the kernel counts it (never as the worker reports it); None when it cannot be read."""
+        try:
+            if span.fd is not None:
+                peak = int(os.pread(span.fd, 64, 0).split()[0])
+            elif span.source == "cgroup":
+                peak = _read_int(self.memory_files["peak"])
+            else:
+                use = self._process_memory()
+                if use is None:
+                    return None
+                peak = use.peak
+        except (OSError, ValueError, KeyError, IndexError):
+            return None
+        finally:
+            if span.fd is not None:
+                os.close(span.fd)
+        return max(peak - span.baseline, 0)
 
     def _close_cpu_file(self) -> None:
         if self._cpu_fd is not None:

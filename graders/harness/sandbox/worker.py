@@ -46,8 +46,8 @@ class Tripwire:
     undone (a submission that restored the original: which the static check sees it do).
     """
 
-    def __init__(self, student_modules: dict) -> None:
-        self.student_modules = student_modules
+    def __init__(self, owner_of) -> None:
+        self.owner_of = owner_of  # globals dict -> the exercise module it belongs to, or None
         self.banned_of: dict[str, set[str]] = {}
         self.installed: dict[str, tuple] = {}  # dotted name -> (owner, attribute, wrapper)
         self.hits: list[tuple] = []  # (module or None, dotted name, line)
@@ -103,9 +103,9 @@ class Tripwire:
             return
         frame = sys._getframe(2)
         while frame is not None:
-            name = frame.f_globals.get("__name__")
-            if name in self.student_modules:
-                self.hits.append((name, dotted, frame.f_lineno))
+            owner = self.owner_of(frame.f_globals)
+            if owner is not None:  # the exercise's own code, or a sibling module it imported
+                self.hits.append((owner, dotted, frame.f_lineno))
                 return
             frame = frame.f_back
         self.hits.append((None, dotted, 0))
@@ -129,7 +129,14 @@ class Worker:
         self.handle_ids: dict[int, int] = {}
         self.modules: dict[str, types.ModuleType] = {}
         self.student_files: set[str] = set()
-        self.tripwire = Tripwire(self.modules)
+        self.owners: dict[int, str] = {}  # id(module.__dict__) of every student module -> its exercise
+        self.sibling_sources: dict[str, dict[str, tuple[str, bytes]]] = {}  # exercise -> name -> file, source
+        self.siblings: dict[tuple[str, str], types.ModuleType] = {}  # (exercise, name) -> its copy
+        self.tripwire = Tripwire(self.owner_of)
+
+    def owner_of(self, namespace) -> str | None:
+        """The exercise module whose code runs with `namespace` as its globals, or None."""
+        return self.owners.get(id(namespace)) if type(namespace) is dict else None
 
     # ------------------------------------------------------------ handles
 
@@ -158,20 +165,58 @@ class Worker:
     # ------------------------------------------------------------ imports
 
     def _guarded_import(self, original):
-        student_modules = self.modules
-
         def guarded(name, globals=None, locals=None, fromlist=(), level=0):
-            caller = (globals or {}).get("__name__")
-            if caller in student_modules:
+            owner = self.owner_of(globals)
+            if owner is not None:
                 top = name.partition(".")[0]
-                if level != 0 or top not in self.allowed_imports:
-                    allowed = ", ".join(sorted(m for m in self.allowed_imports if not m.startswith("_")))
-                    raise ImportRefused(
-                        f"import of {name!r} is not allowed in a submission (allowed: {allowed})"
-                    )
+                if level == 0 and top in self.allowed_imports:
+                    return original(name, globals, locals, fromlist, level)
+                if level == 0 and name == top and top in self.sibling_sources.get(owner, {}):
+                    return self._sibling(owner, top)
+                refused = ImportRefused(self._refusal(owner, name, level))
+                plain = level == 0 and name.isidentifier() and name.isascii()
+                if plain and name not in sys.modules:  # not a module at all: a file of theirs, missing
+                    refused.missing = (f"{name}.py", str(globals.get("__file__", "")))  # file, importer
+                raise refused
             return original(name, globals, locals, fromlist, level)
 
         return guarded
+
+    def _refusal(self, owner: str, name: str, level: int) -> str:
+        """Why the student's `import name` is refused, naming the file it would need."""
+        allowed = ", ".join(sorted(m for m in self.allowed_imports if not m.startswith("_")))
+        top = name.partition(".")[0]
+        if level != 0:
+            return (
+                f"relative import of {name!r} (level {level}) is not allowed: a file of your submission"
+                f" is imported by its name alone, e.g. import {top or 'utils'}"
+            )
+        if top in self.sibling_sources.get(owner, {}):
+            return f"import of {name!r} is not allowed: {top}.py is a file of your submission, not a package"
+        if top.isidentifier() and top.isascii():
+            return (
+                f"import of {name!r} is not allowed: there is no file {top}.py in your submission, and it"
+                f" is not one of the modules a submission may import ({allowed})"
+            )
+        return f"import of {name!r} is not allowed in a submission (allowed: {allowed})"
+
+    def _sibling(self, owner: str, name: str) -> types.ModuleType:
+        """Exercise `owner`'s copy of its sibling module `name`, run on first import. Registered
+        before it runs, as Python does, so that circular imports see the partly run module."""
+        key = (owner, name)
+        if key not in self.siblings:
+            filename, source = self.sibling_sources[owner][name]
+            code = compile(source, filename, "exec", dont_inherit=True)
+            module = types.ModuleType(name)
+            module.__file__ = filename
+            self.siblings[key] = module
+            self.owners[id(module.__dict__)] = owner
+            self.student_files.add(filename)
+            previous = sys.modules.get(name)  # dataclasses, typing look a class's module up there
+            if previous is None or self.owner_of(getattr(previous, "__dict__", None)) is not None:
+                sys.modules[name] = module  # never in place of a module of the interpreter
+            exec(code, module.__dict__)
+        return self.siblings[key]
 
     def install_import_guard(self) -> None:
         builtins.__import__ = self._guarded_import(builtins.__import__)
@@ -190,10 +235,17 @@ class Worker:
     def op_load(self, req, bufs):
         name, filename = req["module"], req["filename"]
         self.tripwire.arm(name, req.get("banned") or [])
+        siblings = req.get("siblings") or []
+        self.sibling_sources[name] = {
+            str(sib): (str(file), bytes(buf)) for (sib, file), buf in zip(siblings, bufs[1:], strict=True)
+        }
+        for key in [k for k in self.siblings if k[0] == name]:  # a reload runs its siblings afresh
+            del self.siblings[key]
         code = compile(bufs[0], filename, "exec", dont_inherit=True)
         module = types.ModuleType(name)
         module.__file__ = filename
         self.modules[name] = module
+        self.owners[id(module.__dict__)] = name
         self.student_files.add(filename)
         sys.modules[name] = module
         exec(code, module.__dict__)
@@ -297,6 +349,8 @@ class Worker:
             where = [[f.filename, f.lineno, f.name] for f in frames[-MAX_FRAMES:]]
         except BaseException:
             tb, where = "", []
+        missing = getattr(exc, "missing", ()) if type(exc) is ImportRefused else ()
+        missing = [str(m)[:200] for m in missing][:2]
         return {
             "ok": False,
             "error": {
@@ -307,6 +361,8 @@ class Worker:
                 "not_implemented": isinstance(exc, NotImplementedError),
                 "import_refused": isinstance(exc, ImportRefused),
                 "syntax": isinstance(exc, SyntaxError),
+                "file": str(getattr(exc, "filename", "") or "")[:200] if isinstance(exc, SyntaxError) else "",
+                "missing": missing,  # [file, importer] of a sibling that is not there
             },
         }
 

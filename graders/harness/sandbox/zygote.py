@@ -186,7 +186,7 @@ class Zygote:
         if len(self.children) >= isolation.MAX_LIVE_WORKERS:
             return {"error": "too many live workers"}
         uid = self._next_uid() if self.mode == "root" else None
-        limits = config.get("limits", {})
+        limits = config["limits"]  # every limit, from the trusted side (client.Limits.for_worker)
         cgroup = None
         if self.mode == "root":
             self.spawned += 1
@@ -284,7 +284,7 @@ class Zygote:
         sys.stdout = open(1, "w", buffering=1, closefd=False)
         sys.stderr = open(2, "w", buffering=1, closefd=False)
         sock = socket.socket(fileno=3)
-        limits = dict(config.get("limits", {}))
+        limits = dict(config["limits"])
         budget = int(limits["memory_bytes"])  # the trusted side sends every limit (client.Limits)
         baseline = isolation.address_space_bytes()  # before the root is emptied: /proc is still there
         limits["address_space_bytes"] = isolation.address_space_limit(
@@ -293,7 +293,7 @@ class Zygote:
         protections = ["fresh-interpreter", "own-session", *namespaces]
         if "mount-namespace" in namespaces:
             try:
-                protections += isolation.private_root(int(limits.get("tmp_bytes", 16 << 20)))
+                protections += isolation.private_root(int(limits["tmp_bytes"]))
             except OSError as exc:
                 print(f"sandbox: no private root: {exc}", file=sys.stderr)
         protections += isolation.apply_rlimits(limits)

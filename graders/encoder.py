@@ -1,0 +1,236 @@
+"""Encoder-layer maths for exercise 7: the post-norm layer in float64, its known wrong variants,
+torch's own layer as the oracle, a correct exercise 4 to grade it with, and the dropout probes.
+
+Conventions (those of `nn.TransformerEncoderLayer(batch_first=True)`, which the statement states):
+`x` is `(B, L, E)`; the layer holds `self_attn` (exercise 4's SimpleMultiHeadAttention: `query`,
+`key`, `value`, `out_proj`), `linear1` (E -> F), `linear2` (F -> E), `norm1`, `norm2` and three
+dropouts (`dropout1` after the attention, `dropout` inside the feed-forward block, `dropout2` after
+it). Post-norm: h = norm1(x + attention(x)); out = norm2(h + linear2(relu(linear1(h)))).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from graders import attention as A
+from graders import multihead as M
+
+EX04 = "ex04_multi_head_attention"
+
+# A correct exercise 4, loaded in place of the student's file of that name while exercise 7 is
+# graded: a mistake in exercise 4 costs points there, not here. It runs inside the sandbox.
+MHA_SOURCE = '''
+import torch
+from torch import nn
+
+
+class SimpleMultiHeadAttention(nn.Module):
+    """Exercise 4 as the grader of exercise 7 uses it (weights per head are returned too)."""
+
+    def __init__(self, width, heads):
+        super().__init__()
+        if width % heads:
+            raise ValueError(f"{width} features cannot be cut into {heads} heads")
+        self.heads = heads
+        self.query, self.key = nn.Linear(width, width), nn.Linear(width, width)
+        self.value, self.out_proj = nn.Linear(width, width), nn.Linear(width, width)
+
+    def forward(self, x):
+        b, n, e = x.shape
+        h = self.heads
+
+        def per_head(t):
+            return t.reshape(b, n, h, e // h).permute(0, 2, 1, 3)
+
+        q, k, v = per_head(self.query(x)), per_head(self.key(x)), per_head(self.value(x))
+        w = torch.softmax(torch.einsum("bhid,bhjd->bhij", q, k) * (e // h) ** -0.5, dim=-1)
+        mixed = torch.einsum("bhij,bhjd->bhid", w, v).permute(0, 2, 1, 3).reshape(b, n, e)
+        return self.out_proj(mixed), w
+'''
+
+LINEARS = ["self_attn.query", "self_attn.key", "self_attn.value", "self_attn.out_proj"]
+
+
+def parameter_shapes(embed: int, ff: int) -> dict[str, list[int]]:
+    """name -> shape of every parameter the layer must have (those nn.TransformerEncoderLayer has,
+    with exercise 4's four projections for its attention)."""
+    shapes = {f"{n}.weight": [embed, embed] for n in LINEARS} | {f"{n}.bias": [embed] for n in LINEARS}
+    shapes.update({"linear1.weight": [ff, embed], "linear1.bias": [ff], "linear2.weight": [embed, ff],
+                   "linear2.bias": [embed]})  # fmt: skip
+    shapes.update({f"norm{i}.{p}": [embed] for i in (1, 2) for p in ("weight", "bias")})
+    return shapes
+
+
+def random_state(embed: int, ff: int, rng: torch.Generator) -> dict[str, torch.Tensor]:
+    """Seeded float32 weights for every parameter; the two norms differ (so that using one twice shows)."""
+    state = {f"self_attn.{k}": v for k, v in A.linear_weights(M.LAYERS, embed, embed, rng).items()}
+    state.update(A.linear_weights(["linear1"], embed, ff, rng))
+    state.update(A.linear_weights(["linear2"], ff, embed, rng))
+    for name in ("norm1", "norm2"):
+        state[f"{name}.weight"] = 1 + 0.3 * torch.randn(embed, generator=rng)
+        state[f"{name}.bias"] = 0.3 * torch.randn(embed, generator=rng)
+    return state
+
+
+# ---------------------------------------------------------------- the formula and torch's oracle
+
+
+def _norm(z: torch.Tensor, state: dict, name: str) -> torch.Tensor:
+    weight, bias = state[f"{name}.weight"].double(), state[f"{name}.bias"].double()
+    return F.layer_norm(z.double(), (z.shape[-1],), weight, bias, 1e-5)
+
+
+ACTIVATIONS = {"relu": torch.relu, "gelu": F.gelu, "none": lambda t: t}
+
+
+def forward(
+    x: torch.Tensor,
+    state: dict[str, torch.Tensor],
+    heads: int,
+    *,
+    norm_first: bool = False,
+    activation: str = "relu",
+    attention_residual: bool = True,
+    ff_residual: bool = True,
+    second_norm: str | None = "norm2",
+) -> torch.Tensor:
+    """The layer's output in float64 (eval mode: no dropout); the keywords reproduce mistakes:
+    `norm_first` (pre-norm), another `activation`, a residual left out, `second_norm` "norm1"
+    (one norm used twice) or None (no norm after the feed-forward block)."""
+    mha_state = {k.removeprefix("self_attn."): v for k, v in state.items() if k.startswith("self_attn.")}
+
+    def attention(t):
+        return M.forward(t, mha_state, heads)[0]  # (B, L, E)
+
+    def feed_forward(t):
+        return A.project(ACTIVATIONS[activation](A.project(t, state, "linear1")), state, "linear2")
+
+    x = x.double()
+    if norm_first:
+        h = x + attention(_norm(x, state, "norm1"))  # (B, L, E)
+        return h + feed_forward(_norm(h, state, second_norm or "norm2"))
+    h = _norm((x if attention_residual else 0) + attention(x), state, "norm1")  # (B, L, E)
+    z = (h if ff_residual else 0) + feed_forward(h)  # (B, L, E)
+    return _norm(z, state, second_norm) if second_norm else z
+
+
+def torch_layer(
+    state: dict[str, torch.Tensor], heads: int, *, dropout: float = 0.0, norm_first: bool = False
+) -> nn.TransformerEncoderLayer:
+    """torch's own `nn.TransformerEncoderLayer(batch_first=True)` in float64 with the student's
+    weights copied in (`in_proj_weight` stacks W_q, W_k, W_v); its attention has no dropout of its
+    own, as exercise 4's has none."""
+    embed, ff = state["linear1.weight"].shape[1], state["linear1.weight"].shape[0]
+    layer = nn.TransformerEncoderLayer(
+        embed, heads, ff, dropout=dropout, batch_first=True, norm_first=norm_first, dtype=torch.float64
+    )
+    layer.self_attn.dropout = 0.0
+    qkv = ("query", "key", "value")
+    own = {k: v for k, v in state.items() if not k.startswith(tuple(f"self_attn.{n}." for n in qkv))}
+    own["self_attn.in_proj_weight"] = torch.cat([state[f"self_attn.{n}.weight"] for n in qkv])
+    own["self_attn.in_proj_bias"] = torch.cat([state[f"self_attn.{n}.bias"] for n in qkv])
+    layer.load_state_dict({k: v.double() for k, v in own.items()})
+    return layer
+
+
+def torch_oracle(x: torch.Tensor, state: dict[str, torch.Tensor], heads: int) -> torch.Tensor:
+    """The output of `torch_layer` in eval mode: the independent oracle."""
+    with torch.no_grad():
+        return torch_layer(state, heads).eval()(x.double())
+
+
+def variants(x: torch.Tensor, state: dict[str, torch.Tensor], heads: int) -> dict[str, torch.Tensor]:
+    """The output each known mistake gives, keyed by diagnosis id."""
+    wrong = {
+        "pre_norm": dict(norm_first=True),
+        "no_attention_residual": dict(attention_residual=False),
+        "no_ff_residual": dict(ff_residual=False),
+        "norm_reused": dict(second_norm="norm1"),
+        "missing_norm2": dict(second_norm=None),
+        "no_activation": dict(activation="none"),
+        "gelu_activation": dict(activation="gelu"),
+    }
+    return {diagnosis: forward(x, state, heads, **options) for diagnosis, options in wrong.items()}
+
+
+# ---------------------------------------------------------------- dropout probes
+#
+# Features come in three groups of G: R (input -1), Z (input 0) and D (input 0, plus what one
+# dropout site acts on). Every weight is chosen so that, per token, the layer is an increasing
+# affine map of the values at the probed site, whatever the order of norms and residuals: the
+# LayerNorms see one vector each and have equal weights and zero biases. So D entries that a
+# dropout zeroed sit exactly at the Z level, kept ones above it, and (kept − Z) / (Z − R) is the
+# kept entries' scale times a factor that depends only on where the norms are (`READ_FACTORS`).
+
+GROUP = 8
+LEVEL = 1.0  # the value dropout acts on at the probed site
+HIDDEN = 10.0  # linear1's bias: relu, gelu and no activation at all all give 10 there
+
+
+def probe_sizes(heads: int) -> tuple[int, int]:
+    return 3 * GROUP, 4 * GROUP  # E, F
+
+
+def probe_input(batch: int, length: int) -> torch.Tensor:
+    x = torch.zeros(batch, length, 3 * GROUP)
+    x[..., :GROUP] = -1.0
+    return x
+
+
+def probe_state(site: str) -> dict[str, torch.Tensor]:
+    """Weights under which dropout site `site` ("attention": dropout1; "output": dropout2 alone;
+    "hidden": the feed-forward block's inner dropout, then dropout2) acts on LEVEL at the D group."""
+    embed, ff = 3 * GROUP, 4 * GROUP
+    d = slice(2 * GROUP, 3 * GROUP)
+    state = {f"{n}.{p}": torch.zeros(embed, embed) if p == "weight" else torch.zeros(embed)
+             for n in LINEARS for p in ("weight", "bias")}  # fmt: skip
+    state.update({"linear1.weight": torch.zeros(ff, embed), "linear1.bias": torch.full((ff,), HIDDEN),
+                  "linear2.weight": torch.zeros(embed, ff), "linear2.bias": torch.zeros(embed)})  # fmt: skip
+    state.update({f"norm{i}.{p}": torch.ones(embed) if p == "weight" else torch.zeros(embed)
+                  for i in (1, 2) for p in ("weight", "bias")})  # fmt: skip
+    if site == "attention":
+        state["self_attn.out_proj.bias"][d] = LEVEL  # the attention's output, whatever the input
+    elif site == "output":
+        state["linear2.bias"][d] = LEVEL
+    else:
+        for i in range(GROUP):
+            state["linear2.weight"][2 * GROUP + i, i] = LEVEL / HIDDEN
+    return state
+
+
+def read_factors(site: str) -> dict[str, float]:
+    """(kept − Z)/(Z − R) over the kept entries' scale, for each layout that keeps the probe affine:
+    before the first norm the R–Z gap is 1; after it (post-norm, probes past the attention) it is
+    1/σ of the input row, σ² = (1/3)(2/3)."""
+    if site == "attention":
+        return {"post-norm": 1.0}
+    gap = 1 / math.sqrt(2 / 9 + 1e-5)
+    return {"post-norm": 1 / gap, "pre-norm": 1.0}
+
+
+def read_probe(outputs: list[torch.Tensor]) -> tuple[int, int, list[float]]:
+    """(D entries read, D entries at the Z level, the (kept − Z)/(Z − R) ratios of kept entries),
+    over tokens where the Z and R levels differ (elsewhere the output shows nothing of the site)."""
+    read = dropped = 0
+    ratios: list[float] = []
+    for out in outputs:
+        rows = out.double().reshape(-1, 3 * GROUP)
+        r, z, dd = rows[:, :GROUP], rows[:, GROUP : 2 * GROUP], rows[:, 2 * GROUP :]
+        r_level, z_level = r.mean(1, keepdim=True), z.mean(1, keepdim=True)
+        gap = z_level - r_level  # (tokens, 1)
+        tol = 1e-5 * (1 + gap.abs().squeeze(1))
+        flat = ((r - r_level).abs().amax(1) <= tol) & ((z - z_level).abs().amax(1) <= tol)
+        usable = flat & (gap.squeeze(1).abs() > 1e-3)  # R and Z apart: the row shows the site
+        if not bool(usable.any()):
+            continue
+        gap, dd, z_level = gap[usable], dd[usable], z_level[usable]
+        rel = (dd - z_level) / gap  # 0 where dropped
+        at_zero = rel.abs() < 1e-4
+        read += rel.numel()
+        dropped += int(at_zero.sum())
+        ratios += rel[~at_zero].flatten().tolist()
+    return read, dropped, ratios

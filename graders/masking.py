@@ -1,0 +1,147 @@
+"""Masks and cross-attention for the graders: float64 formulas, torch's oracle, known mistakes.
+
+Conventions (exercise 5's statement): a bool mask is True where a query may attend a key, as
+`F.scaled_dot_product_attention` reads a bool `attn_mask`; a query with no key allowed gets zero
+weights and a zero context. `CrossAttention` has the layers of exercise 4 (`query`, `key`, `value`,
+`out_proj`), takes queries from the decoder side x and keys and values from `memory`, and reads
+`memory_mask` (B, S) as True = a real memory position (`nn.MultiheadAttention`'s
+`key_padding_mask` is the opposite: True = ignore).
+
+Independent re-derivations (never the reference solution); `attention` and `cross` take a `mistake`
+that reproduces what goes wrong, so `variants` can hand `expect.close` each wrong formula's output.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn as nn
+
+from graders import attention as A
+from graders import multihead as M
+
+MASK_MISTAKES = [
+    "mask_inverted", "mask_ignored", "mask_after_softmax", "mask_multiplied", "no_scaling",
+    "fully_masked_uniform", "fully_masked_nan",
+]  # fmt: skip
+CROSS_MISTAKES = [
+    "self_vs_cross", "causal_in_cross", "memory_mask_ignored", "memory_mask_inverted", "no_scaling",
+]  # fmt: skip
+Pair = tuple[torch.Tensor, torch.Tensor]
+
+
+def causal(length: int, keys: int | None = None) -> torch.Tensor:
+    """(L, S) bool, True where key j ≤ query i."""
+    return torch.ones(length, length if keys is None else keys, dtype=torch.bool).tril()
+
+
+def attention(q, k, v, mask=None, *, mistake: str = "") -> tuple[torch.Tensor, torch.Tensor]:
+    """(context, weights) in float64; `mask` bool, broadcastable to (..., L, S), True = may attend."""
+    scale = 1.0 if mistake == "no_scaling" else 1 / math.sqrt(q.shape[-1])
+    scores = A.scores(q, k, scale)  # (..., L, S)
+    if mask is None or mistake == "mask_ignored":
+        weights = torch.softmax(scores, dim=-1)
+        return weights @ v.double(), weights
+    mask = torch.broadcast_to(~mask if mistake == "mask_inverted" else mask, scores.shape)
+    if mistake == "mask_after_softmax":  # zeroed after the softmax, never renormalised
+        weights = torch.softmax(scores, dim=-1) * mask
+    elif mistake == "mask_multiplied":  # masked scores become 0, not −inf
+        weights = torch.softmax(scores * mask, dim=-1)
+    elif mistake == "fully_masked_uniform":  # −1e9 instead of −inf: a row with no key is uniform
+        weights = torch.softmax(scores.masked_fill(~mask, -1e9), dim=-1)
+    elif mistake == "fully_masked_nan":  # −inf everywhere in a row: 0/0
+        weights = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
+    else:
+        allowed = mask.any(-1, keepdim=True)
+        weights = torch.softmax(scores.masked_fill(~mask, float("-inf")).masked_fill(~allowed, 0.0), dim=-1)
+        weights = weights * allowed
+    return weights @ v.double(), weights
+
+
+def variants(q, k, v, mask) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """(context, weights) of each known masking mistake that differs from the right answer here."""
+    right = attention(q, k, v, mask)
+    out = {m: attention(q, k, v, mask, mistake=m) for m in MASK_MISTAKES}
+    return {d: pair for d, pair in out.items() if not _same(pair, right)}
+
+
+def _same(a: tuple, b: tuple) -> bool:
+    return all(
+        x.shape == y.shape and bool(torch.allclose(x, y, rtol=1e-9, atol=1e-12, equal_nan=True))
+        for x, y in zip(a, b, strict=True)
+    )
+
+
+# ---------------------------------------------------------------- cross-attention
+
+
+def cross(x, memory, state, heads, memory_mask=None, *, mistake: str = "") -> Pair:
+    """(output (B, L, E), weights (B, H, L, S)) of CrossAttention in float64, or as `mistake` has it."""
+    source = x if mistake == "self_vs_cross" else memory  # the lesson's confusion: K and V from the decoder
+    q, k, v = (M.split_heads(A.project(t, state, n), heads) for t, n in ((x, "query"), (source, "key"),
+                                                                         (source, "value")))  # fmt: skip
+    mask = None
+    if memory_mask is not None and mistake not in ("memory_mask_ignored", "self_vs_cross"):
+        mask = (~memory_mask if mistake == "memory_mask_inverted" else memory_mask)[:, None, None, :]
+    if mistake == "causal_in_cross":  # the decoder's causal mask applied to the memory as well
+        future = causal(q.shape[-2], k.shape[-2])
+        mask = future if mask is None else mask & future
+    context, weights = attention(q, k, v, mask, mistake="no_scaling" if mistake == "no_scaling" else "")
+    return A.project(M.merge_heads(context), state, "out_proj"), weights
+
+
+def cross_variants(x, memory, state, heads, memory_mask=None) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """(output, weights) of each known cross-attention mistake that differs from the right answer."""
+    right = cross(x, memory, state, heads, memory_mask)
+    out = {m: cross(x, memory, state, heads, memory_mask, mistake=m) for m in CROSS_MISTAKES}
+    return {d: pair for d, pair in out.items() if not _same(pair, right)}
+
+
+def torch_cross_oracle(x, memory, state, heads, memory_mask=None) -> tuple[torch.Tensor, torch.Tensor]:
+    """torch's own `nn.MultiheadAttention` in float64 with the student's weights copied in, queries from
+    x and keys and values from memory; the mask passed as `key_padding_mask = ~memory_mask`."""
+    embed = x.shape[-1]
+    mha = nn.MultiheadAttention(embed, heads, batch_first=True, dtype=torch.float64)
+    with torch.no_grad():
+        mha.in_proj_weight.copy_(torch.cat([state[f"{n}.weight"] for n in ("query", "key", "value")]))
+        mha.in_proj_bias.copy_(torch.cat([state[f"{n}.bias"] for n in ("query", "key", "value")]))
+        mha.out_proj.weight.copy_(state["out_proj.weight"])
+        mha.out_proj.bias.copy_(state["out_proj.bias"])
+        padding = None if memory_mask is None else ~memory_mask
+        out, weights = mha.eval()(x.double(), memory.double(), memory.double(), key_padding_mask=padding,
+                                  need_weights=True, average_attn_weights=False)  # fmt: skip
+    return out, weights
+
+
+def padding_mask(rng: torch.Generator, batch: int, keys: int) -> torch.Tensor:
+    """(B, S) bool, True = a real position: sequence b has its last few positions padded (at least one
+    real position and one padded in every sequence but the first, which has none padded)."""
+    lengths = [keys] + [int(n) for n in torch.randint(1, keys, (batch - 1,), generator=rng)]
+    return torch.arange(keys)[None, :] < torch.tensor(lengths)[:, None]
+
+
+def random_mask(rng: torch.Generator, shape, *, full_rows: int = 0) -> torch.Tensor:
+    """A bool mask of `shape` (..., L, S), about half True, every row with at least one key allowed;
+    the first `full_rows` rows of every matrix allow none."""
+    mask = torch.rand(shape, generator=rng) < 0.5
+    first = torch.randint(0, shape[-1], (*shape[:-1], 1), generator=rng)
+    mask.scatter_(-1, first, True)
+    mask[..., :full_rows, :] = False
+    return mask
+
+
+def masked_attention(q, k, v, mask=None):
+    """A correct masked_attention, put in place of a student's own when that one cannot answer, so
+    that the CrossAttention built on it is graded as written (error carried forward). It runs
+    inside the sandbox, appended to the student's module: it imports what it needs itself."""
+    import torch
+
+    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5  # (..., L, S)
+    if mask is None:
+        weights = torch.softmax(scores, dim=-1)
+        return weights @ v, weights
+    allowed = mask.any(dim=-1, keepdim=True)
+    scores = scores.masked_fill(~mask, float("-inf")).masked_fill(~allowed, 0.0)
+    weights = torch.softmax(scores, dim=-1) * allowed
+    return weights @ v, weights

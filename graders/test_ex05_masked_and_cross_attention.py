@@ -1,0 +1,463 @@
+"""Checks for exercise 5: causal_mask, masked_attention and CrossAttention.
+
+Shapes keep every dimension different (L ≠ S, d_k ≠ d_v, B ≠ L ≠ E ≠ H) so that a transposition
+cannot hide; masks are bool, True = may attend. The formula and the known mistakes live in
+graders/masking.py; CrossAttention's oracle is torch's nn.MultiheadAttention with the student's
+weights copied in.
+
+Property checks (no leakage, broadcasting, permuting the memory, padding) judge the student's own
+outputs. CrossAttention is graded with the student's own masked_attention (error carried
+forward): its outputs may match the formula or what the student's masked_attention gives on the
+layer's projections; where that function cannot answer at all, a correct one takes its place.
+"""
+
+import inspect
+
+import torch
+
+from graders import attention as A
+from graders import masking as K
+from graders import multihead as M
+from graders.harness import Text, check, expect
+from graders.harness.errors import StudentFault
+
+# (q, k, v) shapes: leading batch dims, L ≠ S, d_k ≠ d_v
+MASKED_SHAPES = [((2, 5, 16), (2, 7, 16), (2, 7, 3)), ((3, 2, 4, 8), (3, 2, 6, 8), (3, 2, 6, 5))]
+CAUSAL_SHAPES = ((2, 6, 16), (2, 6, 16), (2, 6, 3))  # L = S: a causal mask is square
+# (B, L, S, E, H): d_k = 4, then 6
+CROSS_CONFIGS = [(2, 5, 7, 12, 3), (3, 4, 6, 12, 2)]
+HIDDEN_MASKED = [((4, 9), (6, 9), (6, 2)), ((2, 3, 1, 8), (2, 3, 11, 8), (2, 3, 11, 7))]
+HIDDEN_CROSS = [(1, 3, 8, 10, 5), (2, 6, 4, 8, 4)]
+ATTEND = "masked_attention(q, k, v, mask)"
+KNOWN_ERRORS = {
+    "mask_not_broadcast": r"shape of the mask .* does not match the shape of the indexed tensor",
+}
+CORRECT_MASKED = inspect.getsource(K.masked_attention)
+
+
+def qkv(rng, shapes, dtype=torch.float32):
+    return [torch.randn(s, generator=rng, dtype=dtype) for s in shapes]
+
+
+def full(mask: torch.Tensor, shape) -> torch.Tensor:
+    """`mask` expanded to `shape` as a tensor of its own (contiguous)."""
+    return torch.broadcast_to(mask, shape).clone()
+
+
+def call_masked(student, q, k, v, mask):
+    """(context, weights), read as meant: the other order, or the context alone, taken for what they
+    are (`masked_shapes` charges the order)."""
+    lead = q.shape[:-1]
+    got = student.masked_attention(q, k, v, mask)
+    return expect.pair_as_meant(got, ATTEND, ((*lead, v.shape[-1]), (*lead, k.shape[-2])))
+
+
+def compare_masked(student, q, k, v, mask, evidence=None):
+    context, weights = call_masked(student, q, k, v, mask)
+    expected_c, expected_w = K.attention(q, k, v, mask)
+    pairs = K.variants(q, k, v, mask)
+    if evidence is not None and isinstance(weights, torch.Tensor) and weights.shape == expected_w.shape:
+        evidence.heatmap("weights[0]", weights[0].double(), expected_w[0])
+    joint_c = context if isinstance(context, torch.Tensor) else None
+    joint_w = weights if isinstance(weights, torch.Tensor) else None
+    expect.close(weights, expected_w, "weights", variants=A.swapped(pairs), joint=joint_c)
+    expect.close(context, expected_c, "context", variants=pairs, joint=joint_w)
+
+
+# ---------------------------------------------------------------- CrossAttention, error carried forward
+
+
+def projections(x, memory, state, heads):
+    """q from x, k and v from memory, split into heads, in float32 as a layer computes them."""
+    q = M.split_heads(A.project(x, state, "query"), heads).float()  # (B, H, L, d_k)
+    k = M.split_heads(A.project(memory, state, "key"), heads).float()  # (B, H, S, d_k)
+    v = M.split_heads(A.project(memory, state, "value"), heads).float()  # (B, H, S, d_k)
+    return q, k, v
+
+
+def own_answer(student, x, memory, state, heads, memory_mask):
+    """(output, weights) that CrossAttention gives with the student's own masked_attention on its
+    projections, or None where that function cannot answer (raises, or returns no pair of the
+    layer's shapes)."""
+    q, k, v = projections(x, memory, state, heads)
+    mask = None if memory_mask is None else memory_mask[:, None, None, :]
+    try:
+        context, weights = student.masked_attention(q, k, v, mask)
+    except (StudentFault, TypeError, ValueError):
+        return None
+    if not (
+        isinstance(context, torch.Tensor) and context.shape == q.shape
+        and isinstance(weights, torch.Tensor) and weights.shape == (*q.shape[:-1], k.shape[-2])
+    ):  # fmt: skip
+        return None
+    return A.project(M.merge_heads(context.double()), state, "out_proj"), weights
+
+
+def cross_module(student, rng):
+    """The module to build CrossAttention from: the student's own when its masked_attention answers
+    (and depends on its input), else the student's with a correct masked_attention in its place."""
+    answers = []
+    for _ in range(2):
+        q, k, v = qkv(rng, MASKED_SHAPES[0])
+        try:
+            got = student.masked_attention(q, k, v, None)
+        except (StudentFault, TypeError, ValueError):
+            break
+        if not (isinstance(got, (tuple, list)) and len(got) == 2 and isinstance(got[0], torch.Tensor)):
+            break
+        answers.append(got[0])
+    if len(answers) == 2 and answers[0].shape == answers[1].shape and expect.largest_difference(*answers) > 0:
+        return student
+    return expect.with_definitions(student, CORRECT_MASKED, "correct_masked")
+
+
+def student_layer(student, rng, batch, length, keys, embed, heads, properties=False):
+    """The student's CrossAttention(embed, heads) in eval mode with seeded weights, x, memory and a
+    padding mask. Weights it does not have are not loaded (`cross_structure` reports them); a check
+    of a property takes a layer whose weights have other shapes with its own weights."""
+    module = cross_module(student, rng)
+    layer = module.CrossAttention(embed, heads)
+    state = A.linear_weights(M.LAYERS, embed, embed, rng)
+    x = torch.randn(batch, length, embed, generator=rng)
+    memory = torch.randn(batch, keys, embed, generator=rng)
+    mask = K.padding_mask(rng, batch, keys)
+    state = expect.load_weights(layer, state, own_if_mismatched=properties)
+    layer.eval()
+    return layer, state, x, memory, mask
+
+
+def run(layer, x, memory, mask, heads):
+    """(output, weights) of the layer, read as meant (`cross_shapes` charges the order)."""
+    batch, length, embed = x.shape
+    got = layer(x, memory) if mask is None else layer(x, memory, mask)
+    return expect.pair_as_meant(got, "CrossAttention.forward(x, memory, memory_mask)",
+                                ((batch, length, embed), (batch, heads, length, memory.shape[1])))  # fmt: skip
+
+
+def compare_cross(student, layer, state, x, memory, mask, heads, expected, evidence=None):
+    """Weights, then output, against `expected` or the student's own masked_attention's answer."""
+    output, weights = run(layer, x, memory, mask, heads)
+    expected_out, expected_w = expected
+    own = own_answer(student, x, memory, state, heads, mask)
+    own_out, own_w = own if own is not None else (None, None)
+    pairs = K.cross_variants(x, memory, state, heads, mask)
+    if evidence is not None and isinstance(weights, torch.Tensor) and weights.shape == expected_w.shape:
+        for head in range(weights.shape[1]):
+            evidence.heatmap(f"weights[-1, {head}]", weights[-1, head].double(), expected_w[-1, head])
+    joint_out = output if isinstance(output, torch.Tensor) else None
+    joint_w = weights if isinstance(weights, torch.Tensor) else None
+    expect.close(weights, expected_w, "weights", readings=[own_w], variants=A.swapped(pairs), joint=joint_out)
+    expect.close(output, expected_out, "output", readings=[own_out], variants=pairs, joint=joint_w)
+
+
+CAUSAL_TEXT = Text(
+    zh="causal_mask({length}) 应为下三角（含对角线）的 bool 矩阵：查询 i 可以看键 0…i。",
+    en="causal_mask({length}) should be the lower triangle, diagonal included, as bool: query i may"
+    " attend keys 0…i.",
+)
+CAUSAL_DTYPE_TEXT = Text(
+    zh="causal_mask({length}) 返回的是 {dtype} 张量，应为 torch.bool（True = 可以关注）。",
+    en="causal_mask({length}) returns a {dtype} tensor; expected torch.bool (True = may attend).",
+)
+CAUSAL_TYPE_TEXT = Text(
+    zh="causal_mask({length}) 应返回形状为 ({length}, {length}) 的张量，实际：{got}。",
+    en="causal_mask({length}) should return a tensor of shape ({length}, {length}); got {got}.",
+)
+LEAK_TEXT = Text(
+    zh="改动位置 {pos} 及其后的键和值后，查询 {row}（在 {pos} 之前）的输出变了（最大差 {err:.3g}）：信息从未来泄漏了。",
+    en="After changing the keys and values from position {pos} on, the output of query {row} (before"
+    " {pos}) moved by up to {err:.3g}: information leaks from the future.",
+)
+EMPTY_ROW_TEXT = Text(
+    zh="查询 {row} 一个键都不能看，它的 {what} 应全为 0；实际最大绝对值为 {got:.4g}。",
+    en="Query {row} has no key allowed, so its {what} should be all zeros; the largest magnitude is {got:.4g}.",
+)
+GRAD_TEXT = Text(
+    zh="对 {name} 的梯度有 {count} 个不是有限值（NaN 或 inf），第一个在 {index}。",
+    en="The gradient of {name} has {count} entries that are not finite (NaN or inf), the first at {index}.",
+)
+LAYERS_TEXT = Text(
+    zh="CrossAttention({embed}, {heads}) 应有名为 query、key、value、out_proj 的 nn.Linear({embed}, {embed})"
+    " 层；缺少或不对：{missing}。",
+    en="CrossAttention({embed}, {heads}) should have nn.Linear({embed}, {embed}) layers named query, key,"
+    " value and out_proj; missing or wrong: {missing}.",
+)
+PERMUTED_TEXT = Text(
+    zh="把 memory 的位置（连同 memory_mask）重新排列后，输出变了（最大差 {err:.3g}）。",
+    en="After permuting the memory positions (and memory_mask with them) the output moved by up to {err:.3g}.",
+)
+PADDING_TEXT = Text(
+    zh="只改动了 memory_mask 为 False 的位置上的 memory，输出却变了（最大差 {err:.3g}）。",
+    en="Only the memory where memory_mask is False changed, yet the output moved by up to {err:.3g}.",
+)
+BUILTIN_TEXT = Text(
+    zh="第 {line} 行用到了 torch 自带的注意力实现（{found}）；本题要求自己实现。",
+    en="Line {line} uses torch's built-in attention ({found}); this exercise asks you to build it yourself.",
+)
+DYNAMIC_TEXT = Text(
+    zh="第 {line} 行以动态方式访问 torch（{found}）；本题要求按名字直接调用你用到的函数。",
+    en="Line {line} reaches into torch dynamically ({found}); this exercise asks you to call what you use by its name.",
+)
+CALLED_TEXT = Text(
+    zh="你的代码运行时调用了 torch 自带的注意力实现 {found}（第 {line} 行）；本题要求自己实现。",
+    en="While your code ran, it called torch's built-in attention {found} (line {line}); this exercise asks"
+    " you to build it yourself.",
+)
+BY_HAND = {  # finding kind -> (text, diagnosis)
+    "banned": (BUILTIN_TEXT, "uses_builtin_attention"),
+    "dynamic": (DYNAMIC_TEXT, "dynamic_torch_access"),
+    "tripwire": (CALLED_TEXT, "uses_builtin_attention"),
+}
+
+
+def fail_not_by_hand(findings):
+    """Fail on the first finding of the built-by-hand rule (see graders.harness.banned)."""
+    for finding in findings[:1]:
+        text, diagnosis = BY_HAND[finding.kind]
+        expect.fail(text.format(found=finding.what, line=finding.line), diagnosis,
+                    found=finding.what, line=finding.line)  # fmt: skip
+
+
+def moved_rows(first: torch.Tensor, second: torch.Tensor) -> list[tuple[int, float]]:
+    """(row, largest difference) for each query row (axis -2) where two outputs differ."""
+    diff = (first.double() - second.double()).abs().nan_to_num(float("inf"))
+    per_row = diff.movedim(-2, 0).reshape(diff.shape[-2], -1).amax(-1)
+    return [(i, float(d)) for i, d in enumerate(per_row) if d > 1e-6]
+
+
+# ---------------------------------------------------------------- causal_mask and masked_attention
+
+
+@check("mask_causal")
+def test_mask_causal(student):
+    for length in (4, 7, 1):  # 1 last: its one cell cannot tell an inverted mask from tril(-1)
+        got = student.causal_mask(length)
+        if not isinstance(got, torch.Tensor) or tuple(got.shape) != (length, length):
+            shape = tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__
+            expect.fail(CAUSAL_TYPE_TEXT.format(length=length, got=shape))
+        if got.dtype != torch.bool:
+            dtype = str(got.dtype).replace("torch.", "")
+            expect.fail(CAUSAL_DTYPE_TEXT.format(length=length, dtype=dtype), "mask_not_bool", dtype=dtype)
+        right = K.causal(length)
+        named = {
+            "inverted_mask": ~right,
+            "mask_transposed": right.T,
+            "causal_excludes_self": right.tril(-1),
+        }
+        if not torch.equal(got, right):
+            found = [d for d, wrong in named.items() if torch.equal(got, wrong)]
+            expect.fail(CAUSAL_TEXT.format(length=length), found[0] if found else None)
+
+
+@check("masked_shapes")
+def test_masked_shapes(student, rng):
+    for shapes in MASKED_SHAPES:
+        q, k, v = qkv(rng, shapes)
+        lead, length, keys = q.shape[:-2], q.shape[-2], k.shape[-2]
+        mask = K.random_mask(rng, (*lead, length, keys))
+        shapes = ((*lead, length, v.shape[-1]), (*lead, length, keys))
+        context, weights = expect.pair_in_order(student.masked_attention(q, k, v, mask), ATTEND, shapes,
+                                                ("context", "weights"))  # fmt: skip
+        expect.tensor(weights, "weights", (*lead, length, keys), finite=False)
+        expect.tensor(context, "context", (*lead, length, v.shape[-1]), finite=False)
+
+
+@check("masked_matches_formula")
+def test_masked_matches_formula(student, rng, evidence):
+    q, k, v = qkv(rng, CAUSAL_SHAPES)  # the causal mask: the weights are a triangle
+    mask = full(K.causal(q.shape[-2]), (*q.shape[:-1], k.shape[-2]))
+    compare_masked(student, q, k, v, mask, evidence)
+    for shapes in MASKED_SHAPES:
+        q, k, v = qkv(rng, shapes)
+        compare_masked(student, q, k, v, K.random_mask(rng, (*q.shape[:-1], k.shape[-2])))
+
+
+@check("masked_no_leakage")
+def test_masked_no_leakage(student, rng):
+    """Both outputs are judged, each as the student returns it: the context, and the weights when
+    they come back as a tensor with one row per query."""
+    q, k, v = qkv(rng, CAUSAL_SHAPES)
+    length = q.shape[-2]
+    mask = full(K.causal(length), (*q.shape[:-1], length))
+    base = [expect.tensor(t, name, finite=False) if name == "context" or isinstance(t, torch.Tensor) else None
+            for t, name in zip(call_masked(student, q, k, v, mask), ("context", "weights"), strict=True)]  # fmt: skip
+    for pos in (2, length - 1):
+        k2, v2 = k.clone(), v.clone()
+        k2[..., pos:, :] = torch.randn(k2[..., pos:, :].shape, generator=rng)
+        v2[..., pos:, :] = torch.randn(v2[..., pos:, :].shape, generator=rng)
+        moved = call_masked(student, q, k2, v2, mask)
+        context = expect.tensor(moved[0], "context", tuple(base[0].shape), finite=False)
+        expect.responds(base[0], context, "context")
+        pairs = [(base[0], context)]
+        if base[1] is not None and isinstance(moved[1], torch.Tensor) and moved[1].shape == base[1].shape:
+            pairs.append((base[1], moved[1]))
+        early = [(row, err) for before, after in pairs for row, err in moved_rows(before, after) if row < pos]
+        if early:
+            expect.fail(LEAK_TEXT.format(pos=pos, row=early[0][0], err=early[0][1]))
+
+
+@check("masked_broadcast")
+def test_masked_broadcast(student, rng):
+    """Each broadcastable mask against the same mask expanded, both through the student's code."""
+    (q_shape, k_shape, v_shape), (q4_shape, k4_shape, v4_shape) = MASKED_SHAPES
+    batch, length, keys = q_shape[0], q_shape[-2], k_shape[-2]
+    cases = [
+        (qkv(rng, (q_shape, k_shape, v_shape)), K.padding_mask(rng, batch, keys)[:, None, :]),  # (B, 1, S)
+        (qkv(rng, (q_shape, k_shape, v_shape)), K.random_mask(rng, (length, keys))),  # (L, S)
+        (qkv(rng, (q4_shape, k4_shape, v4_shape)), K.padding_mask(rng, q4_shape[0], k4_shape[-2])[:, None, None, :]),
+    ]  # fmt: skip
+    with expect.known_errors(KNOWN_ERRORS):
+        for (q, k, v), mask in cases:
+            expanded = full(mask, (*q.shape[:-1], k.shape[-2]))
+            own_c, own_w = call_masked(student, q, k, v, expanded)
+            got_c, got_w = call_masked(student, q, k, v, mask)
+            shape = f"mask {tuple(mask.shape)}"
+            expect.close(got_w, expect.tensor(own_w, "weights", finite=False), f"weights ({shape})")
+            expect.close(got_c, expect.tensor(own_c, "context", finite=False), f"context ({shape})")
+
+
+@check("masked_fully_masked_row")
+def test_masked_fully_masked_row(student, rng):
+    """Row 0 of every matrix allows no key. Only those rows are judged; the other rows are evidence
+    that tells mistakes with the same empty row apart (ignoring the mask or inverting it)."""
+    q, k, v = qkv(rng, MASKED_SHAPES[0], torch.float64)
+    mask = K.random_mask(rng, (*q.shape[:-1], k.shape[-2]), full_rows=1)
+    returned = student.masked_attention(q, k, v, mask)
+    lead = q.shape[:-1]
+    context, weights = expect.pair_as_meant(returned, ATTEND, ((*lead, v.shape[-1]), (*lead, k.shape[-2])))
+    weights = expect.tensor(weights, "weights", (*q.shape[:-1], k.shape[-2]), finite=False)
+    context = expect.tensor(context, "context", (*q.shape[:-1], v.shape[-1]), finite=False)
+    pairs = {d: (w[..., :1, :], w[..., 1:, :]) for d, (_, w) in K.variants(q, k, v, mask).items()}
+    for got, what in ((weights, "weights"), (context, "context")):
+        row = got[..., :1, :]
+        if not bool(torch.isfinite(row).all()) or float(row.abs().max()) > 1e-6:
+            text = EMPTY_ROW_TEXT.format(
+                row=0, what=what, got=float(row.abs().nan_to_num(float("inf")).max())
+            )
+            named = expect.find_variant(weights[..., :1, :], pairs, 1e-4, 1e-5, joint=weights[..., 1:, :])
+            expect.fail(text, named)
+    g_context = torch.randn(context.shape, generator=rng, dtype=torch.float64)
+    g_weights = torch.randn(weights.shape, generator=rng, dtype=torch.float64)
+    cotangents = [g_context if out is context else g_weights if out is weights else None
+                  for out in (returned if isinstance(returned, (tuple, list)) else [returned])]  # fmt: skip
+    result = expect.vjp(student.masked_attention, [q, k, v, mask], [0, 1, 2], cotangents)
+    for name, grad in zip("qkv", result["input_grads"], strict=True):
+        if grad is None:
+            continue
+        bad = ~torch.isfinite(expect.tensor(grad, f"{name}.grad", finite=False))
+        if bool(bad.any()):
+            index = tuple(bad.nonzero()[0].tolist())
+            expect.fail(GRAD_TEXT.format(name=name, count=int(bad.sum()), index=index), "nan_gradients")
+
+
+# ---------------------------------------------------------------- CrossAttention
+
+
+@check("cross_structure")
+def test_cross_structure(student):
+    embed, heads = 12, 3
+    info = expect.introspect(student.CrossAttention(embed, heads))
+    params = {name: shape for name, shape, _ in info.get("parameters", [])}
+    missing = [
+        name for name in M.LAYERS
+        if params.get(f"{name}.weight") != [embed, embed] or params.get(f"{name}.bias") != [embed]
+    ]  # fmt: skip
+    text = LAYERS_TEXT.format(embed=embed, heads=heads, missing=", ".join(missing) or "nn.Module")
+    expect.true(info.get("is_nn_module", False) and not missing, text)
+
+
+@check("cross_shapes")
+def test_cross_shapes(student, rng):
+    for batch, length, keys, embed, heads in CROSS_CONFIGS:
+        layer, _, x, memory, mask = student_layer(
+            student, rng, batch, length, keys, embed, heads, properties=True
+        )
+        shapes = ((batch, length, embed), (batch, heads, length, keys))
+        output, weights = expect.pair_in_order(layer(x, memory, mask), "CrossAttention.forward(x, memory, memory_mask)",
+                                               shapes, ("output", "weights"))  # fmt: skip
+        expect.tensor(weights, "weights", (batch, heads, length, keys), finite=False,
+                      shape_variants={"self_vs_cross": (batch, heads, length, length),
+                                      "cross_roles_swapped": (batch, heads, keys, length)})  # fmt: skip
+        expect.tensor(output, "output", (batch, length, embed), finite=False,
+                      shape_variants={"cross_roles_swapped": (batch, keys, embed)})  # fmt: skip
+
+
+@check("cross_matches_oracle")
+def test_cross_matches_oracle(student, rng, evidence):
+    for i, (batch, length, keys, embed, heads) in enumerate(CROSS_CONFIGS):
+        layer, state, x, memory, mask = student_layer(student, rng, batch, length, keys, embed, heads)
+        for memory_mask in (mask, None):
+            expected = K.torch_cross_oracle(x, memory, state, heads, memory_mask)
+            shown = evidence if i == 0 and memory_mask is not None else None
+            compare_cross(student, layer, state, x, memory, memory_mask, heads, expected, shown)
+
+
+@check("cross_memory_permutation")
+def test_cross_memory_permutation(student, rng):
+    batch, length, keys, embed, heads = CROSS_CONFIGS[0]
+    layer, _, x, memory, mask = student_layer(
+        student, rng, batch, length, keys, embed, heads, properties=True
+    )
+    order = torch.randperm(keys, generator=rng)
+    base = expect.tensor(run(layer, x, memory, mask, heads)[0], "output", finite=False)
+    permuted = expect.tensor(run(layer, x, memory[:, order], mask[:, order], heads)[0], "output",
+                             tuple(base.shape), finite=False)  # fmt: skip
+    expect.responds(base, expect.tensor(run(layer, x.flip(1) + 1, memory, mask, heads)[0], "output",
+                                        finite=False), "output")  # fmt: skip
+    err = expect.largest_difference(base, permuted)
+    expect.true(
+        err <= 1e-5 * max(1.0, float(base.abs().nan_to_num(0.0).max())), PERMUTED_TEXT.format(err=err)
+    )
+
+
+@check("cross_padding_ignored")
+def test_cross_padding_ignored(student, rng):
+    batch, length, keys, embed, heads = CROSS_CONFIGS[0]
+    layer, _, x, memory, mask = student_layer(
+        student, rng, batch, length, keys, embed, heads, properties=True
+    )
+    changed = memory.clone()
+    changed[~mask] = 10 * torch.randn(changed[~mask].shape, generator=rng)
+    base = expect.tensor(run(layer, x, memory, mask, heads)[0], "output", finite=False)
+    moved = expect.tensor(run(layer, x, changed, mask, heads)[0], "output", tuple(base.shape), finite=False)
+    expect.responds(base, expect.tensor(run(layer, x.flip(1) + 1, memory, mask, heads)[0], "output",
+                                        finite=False), "output")  # fmt: skip
+    err = expect.largest_difference(base, moved)
+    expect.true(err <= 1e-5 * max(1.0, float(base.abs().nan_to_num(0.0).max())), PADDING_TEXT.format(err=err))
+
+
+@check("no_builtin_attention")
+def test_no_builtin_attention(student, built_by_hand, rng):
+    fail_not_by_hand(built_by_hand.static())
+    q, k, v = qkv(rng, MASKED_SHAPES[0])  # the point needs code that runs, whatever it computes
+    mask = K.random_mask(rng, (*q.shape[:-1], k.shape[-2]))
+    context = expect.tensor(call_masked(student, q, k, v, mask)[0], "context", finite=False)
+    other = expect.tensor(call_masked(student, q, k, v.flip(-2) + 1, mask)[0], "context", finite=False)
+    expect.responds(context, other, "context")
+    batch, length, keys, embed, heads = CROSS_CONFIGS[1]
+    layer, _, x, memory, mask = student_layer(
+        student, rng, batch, length, keys, embed, heads, properties=True
+    )
+    output = expect.tensor(run(layer, x, memory, mask, heads)[0], "output", finite=False)
+    expect.responds(output, expect.tensor(run(layer, x.flip(1) + 1, memory, mask, heads)[0], "output",
+                                          finite=False), "output")  # fmt: skip
+    fail_not_by_hand(built_by_hand.tripwire())  # what ran: the static check cannot see everything
+
+
+@check("matches_reference")
+def test_matches_reference(student, reference, rng):
+    for shapes in HIDDEN_MASKED:
+        q, k, v = qkv(rng, shapes)
+        mask = K.random_mask(rng, (*q.shape[:-1], k.shape[-2]), full_rows=1)
+        context, weights = call_masked(student, q, k, v, mask)
+        expected_c, expected_w = reference.masked_attention(q.double(), k.double(), v.double(), mask)
+        pairs = K.variants(q, k, v, mask)
+        expect.close(weights, expected_w, "weights", variants=A.swapped(pairs), joint=context)
+        expect.close(context, expected_c, "context", variants=pairs, joint=weights)
+    for batch, length, keys, embed, heads in HIDDEN_CROSS:
+        layer, state, x, memory, mask = student_layer(student, rng, batch, length, keys, embed, heads)
+        trusted = reference.CrossAttention(embed, heads).double().eval()
+        trusted.load_state_dict({n: t.double() for n, t in state.items()})
+        with torch.no_grad():
+            expected = trusted(x.double(), memory.double(), mask)
+        compare_cross(student, layer, state, x, memory, mask, heads, expected)

@@ -1,0 +1,214 @@
+"""Checks for exercise 6: chunked_attention, an online softmax over key chunks.
+
+Shapes keep every dimension different (L ≠ S, d_k ≠ d_v, leading batch dimensions) so that a
+transposition cannot hide. The right answer is the float64 formula of graders/attention.py; the
+known mistakes are reproduced at each check's chunk size by graders/chunked.py.
+
+Checks of one aspect judge it against the student's own code where another mistake could spoil the
+comparison (error carried forward): a shorter last chunk against the student's one-chunk result,
+the extreme chunk sizes against a middle one, very negative scores against the same scores shifted
+up. Peak memory is read by the trusted side from the kernel (`expect.peak_memory`), never taken
+from the submission.
+"""
+
+import torch
+
+from graders import attention as A
+from graders import chunked as C
+from graders.harness import Text, check, expect
+from graders.harness.errors import StudentCodeError
+
+# (q, k, v) shapes and a chunk size that divides S: leading batch dims, L ≠ S, d_k ≠ d_v
+CONFIGS = [(((2, 5, 16), (2, 12, 16), (2, 12, 3)), 4), (((3, 2, 4, 8), (3, 2, 9, 8), (3, 2, 9, 5)), 3)]
+PARTIAL = (((2, 5, 16), (2, 13, 16), (2, 13, 3)), 5)  # 13 keys in chunks of 5: the last holds 3
+EXTREMES = (((2, 5, 16), (2, 12, 16), (2, 12, 3)), 4, [1, 19])  # middle chunk, then 1 and > S
+HIDDEN = [(((4, 9), (11, 9), (11, 2)), 3), (((2, 3, 1, 8), (2, 3, 7, 8), (2, 3, 7, 7)), 2)]
+NEGATIVE_SHIFT = -2000.0  # every scaled score of a row sits about this far below zero: exp underflows
+LARGE_SHIFT = 1000.0  # every scaled score about this far above zero: exp overflows even in float64
+BAD_CHUNKS = [0, -2]
+MEMORY_SIZE, MEMORY_DIM, MEMORY_CHUNK = 4096, 64, 64
+MIB = 1 << 20
+MEMORY_BOUND = 32 * MIB  # what one call may add: blocks of (L, chunk), inputs and output in transit
+MATRIX_BYTES = MEMORY_SIZE * MEMORY_SIZE * 4  # the float32 (L, S) score matrix: 64 MiB
+NAME = "chunked_attention(q, k, v, chunk_size)"
+
+
+def qkv(rng, shapes, dtype=torch.float32):
+    return [torch.randn(s, generator=rng, dtype=dtype) for s in shapes]
+
+
+def context(student, q, k, v, chunk):
+    """The student's context, as a tensor of the right shape (finite or not)."""
+    got = student.chunked_attention(q, k, v, chunk)
+    return expect.tensor(got, "context", (*q.shape[:-1], v.shape[-1]), finite=False)
+
+
+def compare(got, q, k, v, chunk, readings=(), name="context"):
+    """`got` against the formula (or a reading of the student's own), naming the mistakes of
+    graders/chunked.py at this chunk size."""
+    expect.close(
+        got, A.attention(q, k, v)[0], name, readings=list(readings), variants=C.variants(q, k, v, chunk)
+    )
+
+
+BAD_CHUNK_TEXT = Text(
+    zh="chunked_attention(..., chunk_size={chunk}) 应抛出 ValueError（块大小必须是正整数），实际：{got}。",
+    en="chunked_attention(..., chunk_size={chunk}) should raise ValueError (a chunk size is a positive"
+    " integer); instead: {got}.",
+)
+MEMORY_TEXT = Text(
+    zh="L = S = {size}、d = {dim}、chunk_size = {chunk} 时，这次调用的内存峰值比调用前多 {used} MiB"
+    "（内核统计，来源：{source}），上限是 {bound} MiB；完整的 L×S 分数矩阵（float32）就要 {matrix} MiB。",
+    en="At L = S = {size}, d = {dim}, chunk_size = {chunk}, the call's peak memory rose {used} MiB above what"
+    " the worker held before it (counted by the kernel: {source}); the bound is {bound} MiB, and the full"
+    " L×S score matrix in float32 alone is {matrix} MiB.",
+)
+BUILTIN_TEXT = Text(
+    zh="第 {line} 行用到了 torch 自带的注意力实现（{found}）；本题要求自己实现分块注意力。",
+    en="Line {line} uses torch's built-in attention ({found}); this exercise asks you to build chunked"
+    " attention yourself.",
+)
+DYNAMIC_TEXT = Text(
+    zh="第 {line} 行以动态方式访问 torch（{found}）；本题要求按名字直接调用你用到的函数。",
+    en="Line {line} reaches into torch dynamically ({found}); this exercise asks you to call what you use by its name.",
+)
+CALLED_TEXT = Text(
+    zh="你的代码运行时调用了 torch 自带的注意力实现 {found}（第 {line} 行）；本题要求自己实现分块注意力。",
+    en="While your code ran, it called torch's built-in attention {found} (line {line}); this exercise asks"
+    " you to build chunked attention yourself.",
+)
+BY_HAND = {  # finding kind -> (text, diagnosis)
+    "banned": (BUILTIN_TEXT, "uses_builtin_attention"),
+    "dynamic": (DYNAMIC_TEXT, "dynamic_torch_access"),
+    "tripwire": (CALLED_TEXT, "uses_builtin_attention"),
+}
+
+
+def fail_not_by_hand(findings):
+    """Fail on the first finding of the built-by-hand rule (see graders.harness.banned)."""
+    for finding in findings[:1]:
+        text, diagnosis = BY_HAND[finding.kind]
+        expect.fail(text.format(found=finding.what, line=finding.line), diagnosis,
+                    found=finding.what, line=finding.line)  # fmt: skip
+
+
+@check("chunked_shapes")
+def test_chunked_shapes(student, rng):
+    for shapes, chunk in CONFIGS:
+        q, k, v = qkv(rng, shapes)
+        context(student, q, k, v, chunk)
+
+
+@check("chunked_rejects_bad_chunk")
+def test_chunked_rejects_bad_chunk(student, rng):
+    shapes, _ = CONFIGS[0]
+    q, k, v = qkv(rng, shapes)
+    for chunk in BAD_CHUNKS:
+        try:
+            student.chunked_attention(q, k, v, chunk)
+            got = "no exception"
+        except StudentCodeError as exc:
+            if exc.type_name == "ValueError":
+                continue
+            got = exc.type_name
+        expect.fail(
+            BAD_CHUNK_TEXT.format(chunk=chunk, got=got), "bad_chunk_not_rejected", chunk=chunk, got=got
+        )
+
+
+@check("chunked_matches_formula")
+def test_chunked_matches_formula(student, rng):
+    for shapes, chunk in CONFIGS:
+        q, k, v = qkv(rng, shapes)
+        compare(context(student, q, k, v, chunk), q, k, v, chunk)
+
+
+@check("chunked_partial_last_chunk")
+def test_chunked_partial_last_chunk(student, rng):
+    shapes, chunk = PARTIAL
+    q, k, v = qkv(rng, shapes)
+    one_chunk = context(student, q, k, v, k.shape[-2])  # all S keys at once: no last chunk to drop
+    compare(context(student, q, k, v, chunk), q, k, v, chunk, readings=[one_chunk])
+
+
+@check("chunked_chunk_extremes")
+def test_chunked_chunk_extremes(student, rng):
+    shapes, middle, extremes = EXTREMES
+    q, k, v = qkv(rng, shapes)
+    own = context(student, q, k, v, middle)
+    for chunk in extremes:
+        compare(context(student, q, k, v, chunk), q, k, v, chunk, readings=[own],
+                name=f"context (chunk_size={chunk})")  # fmt: skip
+
+
+@check("chunked_very_negative_scores")
+def test_chunked_very_negative_scores(student, rng):
+    """Judged against the student's own result for the same scores shifted up (a softmax ignores a
+    constant added to a row); the large-score result is evidence that tells a finite initial
+    maximum (right on large scores) from no maximum at all (wrong on both)."""
+    (q_shape, k_shape, v_shape), chunk = CONFIGS[0]
+    q, k, k_plain, v = C.shifted_keys(rng, q_shape, k_shape, v_shape, NEGATIVE_SHIFT)
+    plain = context(student, q, k_plain, v, chunk)
+    got = context(student, q, k, v, chunk)
+    k_large = k_plain.clone()
+    k_large[..., -1] += LARGE_SHIFT * q_shape[-1] ** 0.5  # the same scores shifted far up
+    large = context(student, q, k_large, v, chunk)
+    evidence = {
+        d: (C.online(q, k, v, chunk, **C.MISTAKES[d]), C.online(q, k_large, v, chunk, **C.MISTAKES[d]))
+        for d in ("finite_initial_max", "no_running_max")
+    }
+    expect.close(got, A.attention(q, k, v)[0], "context", readings=[plain], joint=large, variants=evidence,
+                 rtol=1e-3, atol=1e-3)  # fmt: skip
+
+
+@check("chunked_large_scores")
+def test_chunked_large_scores(student, rng):
+    (q_shape, k_shape, v_shape), chunk = CONFIGS[0]
+    q, k, k_plain, v = C.shifted_keys(rng, q_shape, k_shape, v_shape, LARGE_SHIFT)
+    got = context(student, q, k, v, chunk)
+    variants = {
+        d: C.online(q, k, v, chunk, **C.MISTAKES[d]) for d in ("no_running_max", "finite_initial_max")
+    }
+    expect.finite(got, "context", variants=variants)
+    expect.responds(got, context(student, q, k_plain, v.flip(-2), chunk), "context")
+
+
+@check("chunked_peak_memory")
+def test_chunked_peak_memory(student, rng):
+    """One full-size call first (torch's first use of a kernel, the allocator's first growth), then
+    the measured one, on other values: it must answer (a tensor of the right shape that depends on
+    its input), and its peak stays under the bound."""
+    shape = (MEMORY_SIZE, MEMORY_DIM)
+    q, k, v, v_other = qkv(rng, [shape] * 4)
+    attention = student.chunked_attention
+    first = context(student, q, k, v, MEMORY_CHUNK)
+    with expect.peak_memory(attention) as peak:
+        got = attention(q, k, v_other, MEMORY_CHUNK)
+    second = expect.tensor(got, "context", shape, finite=False)
+    expect.responds(first, second, "context")
+    used, bound, matrix = (round(n / MIB, 1) for n in (peak.growth, MEMORY_BOUND, MATRIX_BYTES))
+    text = MEMORY_TEXT.format(size=MEMORY_SIZE, dim=MEMORY_DIM, chunk=MEMORY_CHUNK, used=used, bound=bound,
+                              matrix=matrix, source=peak.source)  # fmt: skip
+    full = peak.growth >= MATRIX_BYTES
+    expect.true(peak.growth <= MEMORY_BOUND, text, "builds_full_matrix" if full else None, used=used,
+                matrix=matrix)  # fmt: skip
+
+
+@check("chunked_no_builtin_attention")
+def test_chunked_no_builtin_attention(student, built_by_hand, rng):
+    fail_not_by_hand(built_by_hand.static())
+    (shapes, chunk) = CONFIGS[1]  # the point needs a function that runs, whatever it computes
+    q, k, v = qkv(rng, shapes)
+    got = context(student, q, k, v, chunk)
+    expect.responds(got, context(student, q, k, v.flip(-2) + 1, chunk), "context")
+    fail_not_by_hand(built_by_hand.tripwire())  # what ran: the static check cannot see everything
+
+
+@check("chunked_matches_reference")
+def test_chunked_matches_reference(student, reference, rng):
+    for shapes, chunk in HIDDEN:
+        q, k, v = qkv(rng, shapes)
+        expected = reference.chunked_attention(q.double(), k.double(), v.double(), chunk)
+        expect.close(
+            context(student, q, k, v, chunk), expected, "context", variants=C.variants(q, k, v, chunk)
+        )

@@ -1,0 +1,252 @@
+"""Checks for exercise 7: TransformerEncoderLayer, post-norm, around exercise 4's attention.
+
+Every check grades the student's file with a correct exercise 4 in place of theirs
+(`expect.with_siblings`): their `from ex04_multi_head_attention import SimpleMultiHeadAttention`
+then gets a right one, so a mistake in exercise 4 (or an exercise 4 not written yet) costs points
+in exercise 4 only. The oracle is torch's own nn.TransformerEncoderLayer(batch_first=True) with the
+same weights; the float64 formula of graders/encoder.py, which a test proves equal to it, gives the
+outputs of known mistakes. Dropout is judged in train mode by probes (`encoder.probe_state`) that
+make each dropout site's zeros and scale readable from the layer's output, over many draws.
+"""
+
+import torch
+
+from graders import encoder as E
+from graders.harness import Text, check, expect
+from graders.harness.banned import BuiltByHand
+
+# (B, L, E, H, F): every dimension different, d_k = 4 then 4
+CONFIGS = [(2, 5, 12, 3, 20), (3, 4, 8, 2, 14)]
+HIDDEN_CONFIGS = [(1, 6, 10, 5, 16), (2, 3, 16, 4, 24)]
+P = 0.25  # the probes' dropout: 1/(1−p) = 4/3 and 1/p = 4 tell scaling mistakes apart
+DRAWS = 6  # train-mode calls per probe
+PROBE_BATCH, PROBE_LENGTH = 4, 16
+SHARE_TOL = 0.06  # ≥ 6.5 standard deviations of the zeroed share over DRAWS·B·L·8 entries
+SCALE_RTOL = 1e-3
+KNOWN_ERRORS = {
+    "mha_pair_not_unpacked": r"unsupported operand type\(s\) for \+: 'Tensor' and 'tuple'|'tuple' object has no attribute|must be Tensor, not tuple",
+}  # fmt: skip
+SITES = {  # probe -> (where, in en and zh; share zeroed; scale of what is kept)
+    "attention": ("after the attention (dropout1)", "注意力之后（dropout1）", P, 1 / (1 - P)),
+    "output": ("after the feed-forward block (dropout2)", "前馈网络之后（dropout2）", P, 1 / (1 - P)),
+    "hidden": (
+        "inside the feed-forward block (dropout)",
+        "前馈网络内部（dropout）",
+        1 - (1 - P) ** 2,
+        1 / (1 - P) ** 2,
+    ),
+}
+ATTRIBUTES = {"attention": "dropout1", "output": "dropout2", "hidden": "dropout"}  # named in diagnoses
+
+STRUCTURE_TEXT = Text(
+    zh="TransformerEncoderLayer({embed}, {heads}, {ff}) 的参数应与 nn.TransformerEncoderLayer 同名同形状（注意力用你的 SimpleMultiHeadAttention 的 query、key、value、out_proj）；缺少或形状不对：{missing}。",
+    en="TransformerEncoderLayer({embed}, {heads}, {ff}) should have the parameters of nn.TransformerEncoderLayer under the same names and shapes (with your SimpleMultiHeadAttention's query, key, value and out_proj for the attention); missing or of another shape: {missing}.",
+)
+NOT_EX04_TEXT = Text(
+    zh="self_attn 应是从 ex04_multi_head_attention 导入的 SimpleMultiHeadAttention，实际是 {got}。",
+    en="self_attn should be the SimpleMultiHeadAttention imported from ex04_multi_head_attention; it is {got}.",
+)
+PAIR_TEXT = Text(
+    zh="forward(x) 返回了 {count} 个值；编码器层只返回一个 (B, L, E) 的张量。",
+    en="forward(x) returned {count} values; the encoder layer returns one (B, L, E) tensor.",
+)
+DETERMINISTIC_TEXT = Text(
+    zh="eval 模式下同一个输入调用两次，输出不一致（最大差 {err:.3g}）：eval 时 dropout 应关闭。",
+    en="In eval mode, two calls on the same input disagree (largest difference {err:.3g}): dropout must be off at eval time.",
+)
+SHARE_TEXT = Text(
+    zh="train 模式下，{where_zh}被置零的比例是 {got:.3f}（{count} 个值），应约为 {expected:.3f}（p = {p}）。",
+    en="In train mode, the dropout {where_en} zeroed a share {got:.3f} of {count} values; expected about {expected:.3f} (p = {p}).",
+)
+SCALE_TEXT = Text(
+    zh="train 模式下，{where_zh}保留下来的值被乘以了 {got}，应为 {expected}（1/(1−p)，p = {p}）。",
+    en="In train mode, the dropout {where_en} scaled the values it kept by {got}; expected {expected} (1/(1−p), p = {p}).",
+)
+BUILTIN_TEXT = Text(
+    zh="第 {line} 行用到了 torch 自带的层（{found}）；本题要求自己搭建编码器层。",
+    en="Line {line} uses a layer torch provides ({found}); this exercise asks you to build the encoder layer yourself.",
+)
+DYNAMIC_TEXT = Text(
+    zh="第 {line} 行以动态方式访问 torch（{found}）；本题要求按名字直接调用你用到的东西。",
+    en="Line {line} reaches into torch dynamically ({found}); this exercise asks you to call what you use by its name.",
+)
+CALLED_TEXT = Text(
+    zh="你的代码运行时调用了 torch 自带的 {found}（第 {line} 行）；本题要求自己搭建编码器层。",
+    en="While your code ran, it called torch's own {found} (line {line}); this exercise asks you to build the encoder layer yourself.",
+)
+BY_HAND = {
+    "banned": (BUILTIN_TEXT, "uses_builtin_layer"),
+    "dynamic": (DYNAMIC_TEXT, "dynamic_torch_access"),
+    "tripwire": (CALLED_TEXT, "uses_builtin_layer"),
+}
+
+
+def graded(student):
+    """The student's module with a correct exercise 4 in place of theirs (see the module docstring)."""
+    return expect.with_siblings(student, {E.EX04: E.MHA_SOURCE}, "correct_ex04")
+
+
+def student_layer(module, rng, batch, length, embed, heads, ff, *, state=None, x=None, dropout=0.1,
+                  properties=False, train=False):  # fmt: skip
+    """The student's TransformerEncoderLayer(embed, heads, ff, dropout) with seeded weights (or `state`)
+    in eval mode (or train mode), and x."""
+    layer = module.TransformerEncoderLayer(embed, heads, ff, dropout)
+    state = E.random_state(embed, ff, rng) if state is None else state
+    x = torch.randn(batch, length, embed, generator=rng) if x is None else x
+    state = expect.load_weights(layer, state, own_if_mismatched=properties)
+    layer.train() if train else layer.eval()
+    return layer, state, x
+
+
+def output_of(layer, x):
+    """The layer's output, read as meant: of a pair, the first (`enc_shapes` charges the pair)."""
+    got = layer(x)
+    if isinstance(got, (tuple, list)) and got and isinstance(got[0], torch.Tensor):
+        return got[0]
+    return got
+
+
+def random_in_eval(layer, x):
+    """An `expect.close` estimator: names dropout at eval time when two fresh calls disagree."""
+
+    def estimate(got):
+        with expect.fresh_draws(layer):
+            first, second = (output_of(layer, x) for _ in range(2))
+        if isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor):
+            if expect.largest_difference(first, second) > 1e-6:
+                return "dropout_at_eval", {}
+        return None
+
+    return estimate
+
+
+def compare(module, rng, config, evidence=None):
+    batch, length, embed, heads, ff = config
+    layer, state, x = student_layer(module, rng, batch, length, embed, heads, ff)
+    got = output_of(layer, x)
+    expected = E.torch_oracle(x, state, heads)
+    if evidence is not None and isinstance(got, torch.Tensor) and got.shape == expected.shape:
+        evidence.heatmap("output[0]", got[0].double(), expected[0])
+    expect.close(
+        got, expected, "output", variants=E.variants(x, state, heads), estimators=[random_in_eval(layer, x)]
+    )
+
+
+@check("enc_structure")
+def test_enc_structure(student):
+    embed, heads, ff = 12, 3, 20
+    info = expect.introspect(graded(student).TransformerEncoderLayer(embed, heads, ff, 0.1))
+    params = {name: shape for name, shape, _ in info.get("parameters", [])}
+    missing = [name for name, shape in E.parameter_shapes(embed, ff).items() if params.get(name) != shape]
+    text = STRUCTURE_TEXT.format(embed=embed, heads=heads, ff=ff, missing=", ".join(missing) or "nn.Module")
+    modules = {name: (kind, where) for name, kind, where in info.get("modules", [])}
+    attention = modules.get("self_attn")
+    if attention != ("SimpleMultiHeadAttention", E.EX04) and info.get("is_nn_module", False):
+        got = f"{attention[1]}.{attention[0]}" if attention else "missing"
+        expect.fail(NOT_EX04_TEXT.format(got=got), "mha_not_from_ex04", got=got)
+    expect.true(info.get("is_nn_module", False) and not missing, text)
+
+
+@check("enc_shapes")
+def test_enc_shapes(student, rng):
+    module = graded(student)
+    for batch, length, embed, heads, ff in CONFIGS:
+        layer, _, x = student_layer(module, rng, batch, length, embed, heads, ff, properties=True)
+        got = layer(x)
+        if isinstance(got, (tuple, list)):
+            expect.fail(PAIR_TEXT.format(count=len(got)), "returns_pair")
+        expect.tensor(got, "output", (batch, length, embed), finite=False)
+
+
+@check("enc_eval_deterministic")
+def test_enc_eval_deterministic(student, rng):
+    batch, length, embed, heads, ff = CONFIGS[0]
+    layer, _, x = student_layer(graded(student), rng, batch, length, embed, heads, ff, dropout=0.5,
+                                properties=True)  # fmt: skip
+    with expect.fresh_draws(layer):
+        first, second = (expect.tensor(output_of(layer, x), "output", finite=False) for _ in range(2))
+    err = expect.largest_difference(first, second)
+    expect.true(err <= 1e-6, DETERMINISTIC_TEXT.format(err=err), "dropout_at_eval")
+    other = expect.tensor(output_of(layer, x.flip(1) + 1), "output", finite=False)
+    expect.responds(first, other, "output")
+
+
+@check("enc_matches_oracle")
+def test_enc_matches_oracle(student, rng, evidence):
+    module = graded(student)
+    for i, config in enumerate(CONFIGS):
+        compare(module, rng, config, evidence if i == 0 else None)
+
+
+@check("enc_matches_oracle_other_shapes")
+def test_enc_matches_oracle_other_shapes(student, rng):
+    module = graded(student)
+    for config in HIDDEN_CONFIGS:
+        compare(module, rng, config)
+
+
+def judge_site(site: str, read: int, dropped: int, ratios: list[float]) -> None:
+    """Fail on a zeroed share or a kept scale that is not the site's (see `SITES`)."""
+    where_en, where_zh, share, scale = SITES[site]
+    where = {"where_en": where_en, "where_zh": where_zh}
+    got = dropped / read
+    named = {"where": ATTRIBUTES[site]}
+    if abs(got - share) > SHARE_TOL:
+        text = SHARE_TEXT.format(got=got, count=read, expected=share, p=P, **where)
+        inverted = 1 - P if site != "hidden" else 1 - P**2  # p read as the share kept
+        if got < SHARE_TOL / 2 and site != "hidden":
+            expect.fail(text, "dropout_missing", **named)
+        if abs(got - inverted) <= SHARE_TOL:
+            expect.fail(text, "dropout_keeps_p", got=f"{got:.2f}", p=P, **named)
+        if site == "hidden" and abs(got - P) <= SHARE_TOL:  # one of the two dropouts is not there
+            expect.fail(text, "dropout_missing", where=ATTRIBUTES[site])
+        expect.fail(text)
+    if not ratios:
+        return
+    kept = sorted(ratios)[len(ratios) // 2]  # every kept entry reads the same; the median is one of them
+    readings = [kept / factor for factor in E.read_factors(site).values()]
+    if any(abs(r / scale - 1) <= SCALE_RTOL for r in readings):
+        return
+    best = min(readings, key=lambda r: abs(r / scale - 1))
+    text = SCALE_TEXT.format(got=f"{best:.4g}", expected=f"{scale:.4g}", p=P, **where)
+    unscaled = [1.0] if site != "hidden" else [1.0, 1 / (1 - P)]
+    if any(abs(r / u - 1) <= SCALE_RTOL for r in readings for u in unscaled):
+        expect.fail(text, "dropout_not_scaled", got=f"{best:.4g}", expected=f"{scale:.4g}", **named)
+    expect.fail(text)
+
+
+@check("enc_train_dropout")
+def test_enc_train_dropout(student, rng):
+    module = graded(student)
+    batch, length, embed, heads, ff = CONFIGS[0]  # a property needs an answer: an output that moves with x
+    layer, _, x = student_layer(module, rng, batch, length, embed, heads, ff, properties=True)
+    first = expect.tensor(output_of(layer, x), "output", finite=False)
+    expect.responds(first, expect.tensor(output_of(layer, x.flip(1) + 1), "output", finite=False), "output")
+    for site in SITES:
+        x = E.probe_input(PROBE_BATCH, PROBE_LENGTH)
+        embed, ff = E.probe_sizes(3)
+        layer, _, _ = student_layer(module, rng, PROBE_BATCH, PROBE_LENGTH, embed, 3, ff, state=E.probe_state(site),
+                                    x=x, dropout=P, train=True)  # fmt: skip
+        with expect.fresh_draws(layer):
+            outputs = [expect.tensor(output_of(layer, x), "output", tuple(x.shape)) for _ in range(DRAWS)]
+        read, dropped, ratios = E.read_probe(outputs)
+        if read:  # a layout that hides this site (no residual before a norm, say) is judged elsewhere
+            judge_site(site, read, dropped, ratios)
+
+
+@check("enc_built_by_hand")
+def test_enc_built_by_hand(student, built_by_hand, rng):
+    fail_not_by_hand(built_by_hand.static(skip=[E.EX04]))  # exercise 4's file is graded in exercise 4
+    module = graded(student)
+    batch, length, embed, heads, ff = CONFIGS[1]
+    layer, _, x = student_layer(module, rng, batch, length, embed, heads, ff, properties=True)
+    first = expect.tensor(output_of(layer, x), "output", finite=False)
+    expect.responds(first, expect.tensor(output_of(layer, x.flip(1) + 1), "output", finite=False), "output")
+    fail_not_by_hand(BuiltByHand(module, built_by_hand.path, built_by_hand.banned).tripwire())
+
+
+def fail_not_by_hand(findings):
+    for finding in findings[:1]:
+        text, diagnosis = BY_HAND[finding.kind]
+        expect.fail(text.format(found=finding.what, line=finding.line), diagnosis,
+                    found=finding.what, line=finding.line)  # fmt: skip

@@ -1,0 +1,203 @@
+"""Checks for exercise 8: the article's SelfAttention, fixed.
+
+The article projects d_model features down to d_k (W_q, W_k, W_v are nn.Linear(d_model, d_k)), so
+every configuration here has d_model ≠ d_k ≠ L: a scale taken from d_model (the input's last
+dimension) or from the sequence length cannot pass for 1/√d_k. Whether the scale follows d_k is
+judged on the student's own outputs (a layer with d_k four times as large, padded with zeros, must
+behave as this one with its queries halved); the values are compared with the float64 formula.
+"""
+
+import math
+
+import torch
+
+from graders import attention as A
+from graders.harness import Text, check, expect
+
+# (B, L, d_model, d_k)
+CONFIGS = [(2, 7, 12, 5), (3, 4, 10, 6)]
+HIDDEN_CONFIGS = [(1, 5, 11, 3), (2, 3, 16, 7)]  # √d_model ≠ d_k: √9 = 3 would hide a division by d_k
+LAYERS = ["W_q", "W_k", "W_v"]
+WIDER = 4  # the widened layer's d_k, in multiples of d_k: its scale is half as large
+KNOWN_ERRORS = {
+    "math_not_imported": r"name 'math' is not defined",
+    "dk_undefined": r"name 'd_k' is not defined",
+    "torch_sqrt_of_int": r"sqrt\(\): argument 'input' \(position 1\) must be Tensor",
+}
+
+LAYERS_TEXT = Text(
+    zh="SelfAttention({d_model}, {d_k}) 应保留文章的 W_q、W_k、W_v 三个 nn.Linear({d_model}, {d_k})；缺少或形状不对：{missing}。",
+    en="SelfAttention({d_model}, {d_k}) should keep the article's W_q, W_k and W_v, each nn.Linear({d_model}, {d_k}); missing or of another shape: {missing}.",
+)
+PAIR_TEXT = Text(
+    zh="forward(x) 返回了 {count} 个值；文章的 forward 只返回 context，一个 (B, L, d_k) 的张量。",
+    en="forward(x) returned {count} values; the article's forward returns the context alone, one (B, L, d_k) tensor.",
+)
+SCALE_TEXT = Text(
+    zh="缩放没有跟着 d_k 变：把 d_k 从 {d_k} 换成 {wide}（多出来的特征全为 0，点积不变）后，输出应和原来的层把查询减半时相同，实际最大差 {err:.3g}。",
+    en="The scale does not follow d_k: with d_k {wide} instead of {d_k} (the extra features all zero, so the dot products are unchanged), the output should be that of this layer with its queries halved; the largest difference is {err:.3g}.",
+)
+NO_EFFECT_TEXT = Text(
+    zh="把查询减半没有改变输出：输出根本不取决于分数，读不出缩放。",
+    en="Halving the queries does not change the output: it does not depend on the scores at all, so no scale can be read off it.",
+)
+
+
+def student_layer(student, rng, batch, length, d_model, d_k, state=None, x=None, properties=False):
+    """The student's SelfAttention(d_model, d_k) in eval mode with seeded weights (or `state`), and x."""
+    layer = student.SelfAttention(d_model, d_k)
+    state = A.linear_weights(LAYERS, d_model, d_k, rng) if state is None else state
+    x = torch.randn(batch, length, d_model, generator=rng) if x is None else x
+    state = expect.load_weights(layer, state, own_if_mismatched=properties)
+    layer.eval()
+    return layer, state, x
+
+
+def context_of(layer, x):
+    """The context the student's forward returns, read as meant: of a pair, the first (`fix_runs`
+    charges the pair)."""
+    got = layer(x)
+    if isinstance(got, (tuple, list)) and len(got) == 2 and isinstance(got[0], torch.Tensor):
+        return got[0]
+    return got
+
+
+def formula(x, state, *, scale=None, softmax_dim=-1, value="W_v"):
+    """softmax(q kᵀ · scale) v in float64 (scale 1/√d_k unless given), with the student's weights."""
+    q, k, v = (A.project(x, state, name) for name in ("W_q", "W_k", value))  # (B, L, d_k) each
+    return A.attention(q, k, v, scale=scale, softmax_dim=softmax_dim)[0]  # (B, L, d_k)
+
+
+def variants(x, state) -> dict:
+    """The context each known mistake gives, keyed by diagnosis id."""
+    _, length, d_model = x.shape
+    d_k = state["W_q.weight"].shape[0]
+    return {
+        "scale_uses_d_model": formula(x, state, scale=1 / math.sqrt(d_model)),
+        "scale_uses_seq_len": formula(x, state, scale=1 / math.sqrt(length)),
+        "no_scaling": formula(x, state, scale=1.0),
+        "divide_by_dk": formula(x, state, scale=1 / d_k),
+        "softmax_wrong_axis": formula(x, state, softmax_dim=-2),
+        "value_from_key": formula(x, state, value="W_k"),
+    }
+
+
+def scale_estimator(x, state):
+    """An `expect.close` estimator: the one scale (searched on a log grid, then refined) whose
+    formula gives the student's context, when it is not 1/√d_k (e.g. a d_k written as 64)."""
+    d_k = state["W_q.weight"].shape[0]
+
+    def error(got, log_scale: float) -> float:
+        return expect.error_ratio(got, formula(x, state, scale=math.exp(log_scale)), 1e-4, 1e-5)
+
+    def estimate(got):
+        grid = [math.log(1e-3) + i * (math.log(30.0) - math.log(1e-3)) / 400 for i in range(401)]
+        best = min(grid, key=lambda s: error(got, s))
+        low, high = best - 0.03, best + 0.03
+        for _ in range(60):  # golden-section search around the best grid point
+            a, b = high - 0.618 * (high - low), low + 0.618 * (high - low)
+            low, high = (low, b) if error(got, a) < error(got, b) else (a, high)
+        found = math.exp((low + high) / 2)
+        if error(got, math.log(found)) > 1 or abs(found * math.sqrt(d_k) - 1) < 1e-3:
+            return None
+        return "wrong_scale", {
+            "got_scale": A.as_fraction(found), "expected_scale": A.as_fraction(1 / math.sqrt(d_k)), "d_k": d_k,
+        }  # fmt: skip
+
+    return estimate
+
+
+def widened(state: dict, times: int = WIDER) -> dict:
+    """Weights of a layer with d_k' = times·d_k whose extra features are zero: the same dot
+    products, hence (with the right scale) the weights of this layer with its queries halved."""
+    d_k, d_model = state["W_q.weight"].shape
+    out = {}
+    for name in LAYERS:
+        weight, bias = torch.zeros(times * d_k, d_model), torch.zeros(times * d_k)
+        weight[:d_k], bias[:d_k] = state[f"{name}.weight"], state[f"{name}.bias"]
+        out[f"{name}.weight"], out[f"{name}.bias"] = weight, bias
+    return out
+
+
+def compare(layer, state, x, evidence=None):
+    got = context_of(layer, x)
+    expected = formula(x, state)
+    if evidence is not None and isinstance(got, torch.Tensor) and got.shape == expected.shape:
+        evidence.heatmap("context[0]", got[0].double(), expected[0])
+    expect.close(
+        got, expected, "context", variants=variants(x, state), estimators=[scale_estimator(x, state)]
+    )
+
+
+@check("fix_runs")
+def test_fix_runs(student, rng):
+    for batch, length, d_model, d_k in CONFIGS:
+        layer, _, x = student_layer(student, rng, batch, length, d_model, d_k, properties=True)
+        got = layer(x)
+        if isinstance(got, (tuple, list)):
+            expect.fail(PAIR_TEXT.format(count=len(got)), "returns_pair")
+        expect.tensor(got, "context", (batch, length, d_k))
+
+
+@check("fix_keeps_projections")
+def test_fix_keeps_projections(student, rng):
+    batch, length, d_model, d_k = CONFIGS[0]
+    layer, _, x = student_layer(student, rng, batch, length, d_model, d_k, properties=True)
+    params = {name: shape for name, shape, _ in expect.introspect(layer).get("parameters", [])}
+    missing = [
+        name for name in LAYERS
+        if params.get(f"{name}.weight") != [d_k, d_model] or params.get(f"{name}.bias") != [d_k]
+    ]  # fmt: skip
+    expect.true(not missing, LAYERS_TEXT.format(d_model=d_model, d_k=d_k, missing=", ".join(missing)))
+    expect.tensor(context_of(layer, x), "context", finite=False)  # and it runs
+
+
+@check("fix_scale_uses_dk")
+def test_fix_scale_uses_dk(student, rng):
+    batch, length, d_model, d_k = CONFIGS[0]
+    plain_layer, state, x = student_layer(student, rng, batch, length, d_model, d_k)
+    halved = dict(state, **{f"W_q.{p}": state[f"W_q.{p}"] / 2 for p in ("weight", "bias")})
+    half_layer, _, _ = student_layer(student, rng, batch, length, d_model, d_k, state=halved, x=x)
+    wide_layer, _, _ = student_layer(
+        student, rng, batch, length, d_model, WIDER * d_k, state=widened(state), x=x
+    )
+    plain, half, wide = (
+        expect.tensor(context_of(layer, x), "context", finite=False)
+        for layer in (plain_layer, half_layer, wide_layer)
+    )
+    expect.true(expect.largest_difference(plain, half) > 1e-6, NO_EFFECT_TEXT)
+    wide = expect.tensor(wide, "context", (batch, length, WIDER * d_k), finite=False)[..., :d_k]
+    err = expect.largest_difference(wide, half)
+    if expect.error_ratio(wide, half, 1e-4, 1e-5) <= 1:
+        return
+    text = SCALE_TEXT.format(d_k=d_k, wide=WIDER * d_k, err=err)
+    scales = {
+        k: v for k, v in variants(x, state).items() if k not in ("softmax_wrong_axis", "value_from_key")
+    }
+    diagnosis = expect.find_variant(plain, scales, 1e-4, 1e-5)
+    if diagnosis is None and bool(torch.isfinite(plain).all()):
+        found = scale_estimator(x, state)(plain)
+        if found:
+            expect.fail(text, found[0], **found[1])
+    expect.fail(text, diagnosis)
+
+
+@check("fix_matches_formula")
+def test_fix_matches_formula(student, rng, evidence):
+    for i, (batch, length, d_model, d_k) in enumerate(CONFIGS):
+        layer, state, x = student_layer(student, rng, batch, length, d_model, d_k)
+        compare(layer, state, x, evidence if i == 0 else None)
+
+
+@check("fix_matches_reference")
+def test_fix_matches_reference(student, reference, rng):
+    for batch, length, d_model, d_k in HIDDEN_CONFIGS:
+        layer, state, x = student_layer(student, rng, batch, length, d_model, d_k)
+        trusted = reference.SelfAttention(d_model, d_k).double().eval()
+        trusted.load_state_dict({k: v.double() for k, v in state.items()})
+        with torch.no_grad():
+            expected = trusted(x.double())
+        got = context_of(layer, x)
+        expect.close(
+            got, expected, "context", variants=variants(x, state), estimators=[scale_estimator(x, state)]
+        )
