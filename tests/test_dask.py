@@ -38,6 +38,7 @@ from test_batch import (
 from graders.harness.batch import BatchFailed, BatchSettings, job_kit
 from graders.harness.lms.cluster import GradingPlugin, ProjectMismatch, grade_on_worker, parse_scheduler
 from graders.harness.lms.result import SubmissionResult
+from graders.harness.notebook import new_notebook
 
 EX = "ex02_self_attention"
 pytestmark = pytest.mark.dask
@@ -68,6 +69,7 @@ def mixed(root: Path) -> Path:
     make_zip(subs / "zed.zip", {f"hw/{EX}.py": REFERENCE.encode()})
     make_zip(subs / "mallory.zip", {"../../escape.py": b"print('pwned')"})
     (subs / "notes.txt").write_text("not a submission")
+    (subs / "nb.ipynb").write_text(new_notebook([("code", REFERENCE, [EX])]), encoding="utf-8")
     return subs
 
 
@@ -101,7 +103,7 @@ def without(data: bytes, key: str) -> dict:
 def test_a_dask_batch_gives_the_gradebook_of_a_local_batch(both):
     subs, remote = both
     local, dask = files(subs.parent / "local"), files(subs.parent / "dask")
-    assert set(local) == set(dask) and len(local) == 3 + 2 * 10
+    assert set(local) == set(dask) and len(local) == 3 + 2 * 11
     for name in ("gradebook.csv", "analytics.json", "class_report.html"):
         assert dask[name] == local[name], name
     for name in local:
@@ -110,7 +112,13 @@ def test_a_dask_batch_gives_the_gradebook_of_a_local_batch(both):
         elif name.startswith("gradescope/"):
             assert without(dask[name], "execution_time") == without(local[name], "execution_time"), name
     rows = {r["student"]: r for r in gradebook_rows(subs.parent / "dask")}
-    assert rows["ada"]["total"] == rows["wrapped"]["total"] == rows["zed"]["total"] == "28"
+    assert (
+        rows["ada"]["total"]
+        == rows["wrapped"]["total"]
+        == rows["zed"]["total"]
+        == rows["nb"]["total"]
+        == "28"
+    )
     assert rows["mallory"]["status"] == rows["notes.txt"]["status"] == rows["empty"]["status"] == "refused"
     # every result states the isolation level of the worker that graded it, as a local one does
     graded = [SubmissionResult.model_validate_json(dask[n]) for n in dask if n.startswith("results/")]
@@ -130,7 +138,7 @@ def test_a_dask_batch_resumes_and_regrades_only_what_is_missing(both, cluster, t
     before = finished(out)
     proc = run_batch(subs, out, "--scheduler", cluster[0], "--format", "gradescope", *CALM)
     assert proc.returncode == 0, proc.stderr
-    assert "graded 2 now, 8 kept from before, 10 in all" in proc.stderr
+    assert "graded 2 now, 9 kept from before, 11 in all" in proc.stderr
     after = finished(out)
     assert {s: after[s] for s in before} == before and set(after) == set(before) | {"ben", "zed"}
     assert (out / "gradebook.csv").read_bytes() == (subs.parent / "local" / "gradebook.csv").read_bytes()

@@ -1,8 +1,9 @@
 """`grade.py batch ... --scheduler tcp://HOST:PORT | local:N`: a batch graded on a Dask cluster.
 
 Optional: `pip install ".[dask]"` (dask.distributed). The client (this process) keeps the batch:
-it reads each submission, sends it to the cluster as bytes (a zip's own bytes, or a folder zipped
-in memory, at most `SEND_BYTES`; links inside a folder are not followed nor sent), and writes every
+it reads each submission, sends it to the cluster as bytes (a zip's or a notebook's own bytes, or a
+folder zipped in memory, at most `SEND_BYTES`; links inside a folder are neither followed nor sent),
+and writes every
 result that comes back with the same atomic, resumable `ResultStore` as a local batch, so no file
 system is shared and a resume keeps whatever was finished, however the run ended.
 
@@ -99,12 +100,14 @@ def require_dask() -> None:
 
 def payload(entry: Entry) -> tuple[bytes | None, str | None, dict]:
     """(bytes to send, or None; else the problem that makes the submission unsendable, and its params)."""
-    if entry.kind not in ("dir", "zip"):
+    if entry.kind not in ("dir", "zip", "notebook"):
         return None, None, {}
-    if entry.kind == "zip":
+    if entry.kind in ("zip", "notebook"):  # sent as they are
         size = entry.path.stat().st_size
-        if size > SEND_BYTES:  # the refusal `unpack_zip` would give, without sending it
+        if size > SEND_BYTES and entry.kind == "zip":  # the refusal `unpack_zip` would give, unsent
             return None, "zip_file_too_large", {"source": entry.source, "size": size, "cap": SEND_BYTES}
+        if size > SEND_BYTES:
+            return None, "too_large_to_send", {"source": entry.source, "cap": SEND_BYTES, "members": 1}
         return entry.path.read_bytes(), None, {}
     buffer, total, count = io.BytesIO(), 0, 0
     too_large = {"source": entry.source, "cap": SEND_BYTES, "members": SEND_FILES}
@@ -139,7 +142,7 @@ def materialise(request: dict, folder: Path) -> Entry:
     """The submission of `request` as an entry under `folder`, named as in the submissions folder."""
     path = folder / os.fsdecode(request["name"])
     data, kind = request.get("data"), request["kind"]
-    if kind == "zip":
+    if kind in ("zip", "notebook"):
         path.write_bytes(data)
     elif kind == "dir":
         transport = folder / ".transport.zip"  # a student's name never starts with '.' (see `discover`)
