@@ -3,9 +3,8 @@
 Optional: `pip install ".[dask]"` (dask.distributed). The client (this process) keeps the batch:
 it reads each submission, sends it to the cluster as bytes (a zip's or a notebook's own bytes, or a
 folder zipped in memory, at most `SEND_BYTES`; links inside a folder are neither followed nor sent),
-and writes every
-result that comes back with the same atomic, resumable `ResultStore` as a local batch, so no file
-system is shared and a resume keeps whatever was finished, however the run ended.
+and writes every result that comes back with the same atomic, resumable `ResultStore` as a local
+batch, so no file system is shared and a resume keeps whatever was finished, however the run ended.
 
 Each Dask worker grades through a `GradingPlugin` (a `WorkerPlugin`, registered by the client for
 this batch and removed at its end). Its `setup` compares the worker's project with the client's
