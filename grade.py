@@ -6,12 +6,14 @@ import sys
 
 from graders.harness.sandbox.launch import prestart  # standard library only: torch is not loaded yet
 
+COMMANDS = ("schema", "validate", "new", "build", "batch", "similarity")  # cli.COMMANDS: grade nothing here
+
 if __name__ == "__main__":
     argv = sys.argv[1:]
     held: list[int] = []
     if (
         not argv
-        or argv[0] not in ("schema", "validate", "new", "build", "batch")
+        or argv[0] not in COMMANDS
         and "-h" not in argv
         and "--help" not in argv
     ):
