@@ -6,12 +6,15 @@ import sys
 
 from graders.harness.sandbox.launch import prestart  # standard library only: torch is not loaded yet
 
+# cli.COMMANDS: these grade nothing here
+COMMANDS = ("schema", "validate", "new", "build", "batch", "merge", "similarity")
+
 if __name__ == "__main__":
     argv = sys.argv[1:]
     held: list[int] = []
     if (
         not argv
-        or argv[0] not in ("schema", "validate", "new", "build", "batch")
+        or argv[0] not in COMMANDS
         and "-h" not in argv
         and "--help" not in argv
     ):

@@ -98,33 +98,7 @@ DETERMINISTIC_TEXT = Text(
     en="In eval mode, two calls on the same input disagree (largest difference {err:.3g}):"
     " the forward pass must not be random.",
 )
-BUILTIN_TEXT = Text(
-    zh="第 {line} 行用到了 torch 自带的注意力实现（{found}）；本题要求自己实现多头注意力。",
-    en="Line {line} uses torch's built-in attention ({found});"
-    " this exercise asks you to build multi-head attention yourself.",
-)
-DYNAMIC_TEXT = Text(
-    zh="第 {line} 行以动态方式访问 torch（{found}）；本题要求按名字直接调用你用到的函数。",
-    en="Line {line} reaches into torch dynamically ({found}); this exercise asks you to call what you use by its name.",
-)
-CALLED_TEXT = Text(
-    zh="你的代码运行时调用了 torch 自带的注意力实现 {found}（第 {line} 行）；本题要求自己实现多头注意力。",
-    en="While your code ran, it called torch's built-in attention {found} (line {line});"
-    " this exercise asks you to build multi-head attention yourself.",
-)
-BY_HAND = {  # finding kind -> (text, diagnosis)
-    "banned": (BUILTIN_TEXT, "uses_builtin_attention"),
-    "dynamic": (DYNAMIC_TEXT, "dynamic_torch_access"),
-    "tripwire": (CALLED_TEXT, "uses_builtin_attention"),
-}
-
-
-def fail_not_by_hand(findings):
-    """Fail on the first finding of the built-by-hand rule (see graders.harness.banned)."""
-    for finding in findings[:1]:
-        text, diagnosis = BY_HAND[finding.kind]
-        expect.fail(text.format(found=finding.what, line=finding.line), diagnosis,
-                    found=finding.what, line=finding.line)  # fmt: skip
+BY_HAND = expect.by_hand_rule(Text(zh="自己实现多头注意力", en="build multi-head attention yourself"))
 
 
 def compare(layer, state, x, heads, expected_out, expected_w, evidence=None):
@@ -314,14 +288,14 @@ def test_mha_deterministic(student, rng):
 
 @check("mha_no_builtin_attention")
 def test_mha_no_builtin_attention(student, built_by_hand, rng):
-    fail_not_by_hand(built_by_hand.static())
+    expect.not_by_hand(built_by_hand.static(), BY_HAND)
     batch, length, embed, heads = CONFIGS[1]  # the point needs a module that runs, whatever it computes
     layer, _, x = student_layer(student, rng, batch, length, embed, heads, properties=True)
     output, weights = run(layer, x, heads=heads)
     expect.tensor(weights, "weights", finite=False)
     other = expect.tensor(run(layer, x.flip(1) + 1, heads=heads)[0], "output", finite=False)
     expect.responds(expect.tensor(output, "output", finite=False), other, "output")
-    fail_not_by_hand(built_by_hand.tripwire())  # what ran: the static check cannot see everything
+    expect.not_by_hand(built_by_hand.tripwire(), BY_HAND)  # what ran: the static check cannot see everything
 
 
 @check("mha_large_scores")

@@ -190,32 +190,7 @@ PADDING_TEXT = Text(
     zh="只改动了 memory_mask 为 False 的位置上的 memory，输出却变了（最大差 {err:.3g}）。",
     en="Only the memory where memory_mask is False changed, yet the output moved by up to {err:.3g}.",
 )
-BUILTIN_TEXT = Text(
-    zh="第 {line} 行用到了 torch 自带的注意力实现（{found}）；本题要求自己实现。",
-    en="Line {line} uses torch's built-in attention ({found}); this exercise asks you to build it yourself.",
-)
-DYNAMIC_TEXT = Text(
-    zh="第 {line} 行以动态方式访问 torch（{found}）；本题要求按名字直接调用你用到的函数。",
-    en="Line {line} reaches into torch dynamically ({found}); this exercise asks you to call what you use by its name.",
-)
-CALLED_TEXT = Text(
-    zh="你的代码运行时调用了 torch 自带的注意力实现 {found}（第 {line} 行）；本题要求自己实现。",
-    en="While your code ran, it called torch's built-in attention {found} (line {line}); this exercise asks"
-    " you to build it yourself.",
-)
-BY_HAND = {  # finding kind -> (text, diagnosis)
-    "banned": (BUILTIN_TEXT, "uses_builtin_attention"),
-    "dynamic": (DYNAMIC_TEXT, "dynamic_torch_access"),
-    "tripwire": (CALLED_TEXT, "uses_builtin_attention"),
-}
-
-
-def fail_not_by_hand(findings):
-    """Fail on the first finding of the built-by-hand rule (see graders.harness.banned)."""
-    for finding in findings[:1]:
-        text, diagnosis = BY_HAND[finding.kind]
-        expect.fail(text.format(found=finding.what, line=finding.line), diagnosis,
-                    found=finding.what, line=finding.line)  # fmt: skip
+BY_HAND = expect.by_hand_rule(Text(zh="自己实现", en="build it yourself"))
 
 
 def moved_rows(first: torch.Tensor, second: torch.Tensor) -> list[tuple[int, float]]:
@@ -428,7 +403,7 @@ def test_cross_padding_ignored(student, rng):
 
 @check("no_builtin_attention")
 def test_no_builtin_attention(student, built_by_hand, rng):
-    fail_not_by_hand(built_by_hand.static())
+    expect.not_by_hand(built_by_hand.static(), BY_HAND)
     q, k, v = qkv(rng, MASKED_SHAPES[0])  # the point needs code that runs, whatever it computes
     mask = K.random_mask(rng, (*q.shape[:-1], k.shape[-2]))
     context = expect.tensor(call_masked(student, q, k, v, mask)[0], "context", finite=False)
@@ -441,7 +416,7 @@ def test_no_builtin_attention(student, built_by_hand, rng):
     output = expect.tensor(run(layer, x, memory, mask, heads)[0], "output", finite=False)
     expect.responds(output, expect.tensor(run(layer, x.flip(1) + 1, memory, mask, heads)[0], "output",
                                           finite=False), "output")  # fmt: skip
-    fail_not_by_hand(built_by_hand.tripwire())  # what ran: the static check cannot see everything
+    expect.not_by_hand(built_by_hand.tripwire(), BY_HAND)  # what ran: the static check cannot see everything
 
 
 @check("matches_reference")

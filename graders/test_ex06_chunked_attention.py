@@ -63,33 +63,7 @@ MEMORY_TEXT = Text(
     " the worker held before it (counted by the kernel: {source}); the bound is {bound} MiB, and the full"
     " L×S score matrix in float32 alone is {matrix} MiB.",
 )
-BUILTIN_TEXT = Text(
-    zh="第 {line} 行用到了 torch 自带的注意力实现（{found}）；本题要求自己实现分块注意力。",
-    en="Line {line} uses torch's built-in attention ({found}); this exercise asks you to build chunked"
-    " attention yourself.",
-)
-DYNAMIC_TEXT = Text(
-    zh="第 {line} 行以动态方式访问 torch（{found}）；本题要求按名字直接调用你用到的函数。",
-    en="Line {line} reaches into torch dynamically ({found}); this exercise asks you to call what you use by its name.",
-)
-CALLED_TEXT = Text(
-    zh="你的代码运行时调用了 torch 自带的注意力实现 {found}（第 {line} 行）；本题要求自己实现分块注意力。",
-    en="While your code ran, it called torch's built-in attention {found} (line {line}); this exercise asks"
-    " you to build chunked attention yourself.",
-)
-BY_HAND = {  # finding kind -> (text, diagnosis)
-    "banned": (BUILTIN_TEXT, "uses_builtin_attention"),
-    "dynamic": (DYNAMIC_TEXT, "dynamic_torch_access"),
-    "tripwire": (CALLED_TEXT, "uses_builtin_attention"),
-}
-
-
-def fail_not_by_hand(findings):
-    """Fail on the first finding of the built-by-hand rule (see graders.harness.banned)."""
-    for finding in findings[:1]:
-        text, diagnosis = BY_HAND[finding.kind]
-        expect.fail(text.format(found=finding.what, line=finding.line), diagnosis,
-                    found=finding.what, line=finding.line)  # fmt: skip
+BY_HAND = expect.by_hand_rule(Text(zh="自己实现分块注意力", en="build chunked attention yourself"))
 
 
 @check("chunked_shapes")
@@ -196,12 +170,12 @@ def test_chunked_peak_memory(student, rng):
 
 @check("chunked_no_builtin_attention")
 def test_chunked_no_builtin_attention(student, built_by_hand, rng):
-    fail_not_by_hand(built_by_hand.static())
+    expect.not_by_hand(built_by_hand.static(), BY_HAND)
     (shapes, chunk) = CONFIGS[1]  # the point needs a function that runs, whatever it computes
     q, k, v = qkv(rng, shapes)
     got = context(student, q, k, v, chunk)
     expect.responds(got, context(student, q, k, v.flip(-2) + 1, chunk), "context")
-    fail_not_by_hand(built_by_hand.tripwire())  # what ran: the static check cannot see everything
+    expect.not_by_hand(built_by_hand.tripwire(), BY_HAND)  # what ran: the static check cannot see everything
 
 
 @check("chunked_matches_reference")

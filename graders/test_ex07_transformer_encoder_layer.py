@@ -62,23 +62,11 @@ SCALE_TEXT = Text(
     zh="train 模式下，{where_zh}保留下来的值被乘以了 {got}，应为 {expected}（1/(1−p)，p = {p}）。",
     en="In train mode, the dropout {where_en} scaled the values it kept by {got}; expected {expected} (1/(1−p), p = {p}).",
 )
-BUILTIN_TEXT = Text(
-    zh="第 {line} 行用到了 torch 自带的层（{found}）；本题要求自己搭建编码器层。",
-    en="Line {line} uses a layer torch provides ({found}); this exercise asks you to build the encoder layer yourself.",
+BY_HAND = expect.by_hand_rule(
+    Text(zh="自己搭建编码器层", en="build the encoder layer yourself"),
+    uses=Text(zh="torch 自带的层", en="a layer torch provides"),
+    diagnosis="uses_builtin_layer",
 )
-DYNAMIC_TEXT = Text(
-    zh="第 {line} 行以动态方式访问 torch（{found}）；本题要求按名字直接调用你用到的东西。",
-    en="Line {line} reaches into torch dynamically ({found}); this exercise asks you to call what you use by its name.",
-)
-CALLED_TEXT = Text(
-    zh="你的代码运行时调用了 torch 自带的 {found}（第 {line} 行）；本题要求自己搭建编码器层。",
-    en="While your code ran, it called torch's own {found} (line {line}); this exercise asks you to build the encoder layer yourself.",
-)
-BY_HAND = {
-    "banned": (BUILTIN_TEXT, "uses_builtin_layer"),
-    "dynamic": (DYNAMIC_TEXT, "dynamic_torch_access"),
-    "tripwire": (CALLED_TEXT, "uses_builtin_layer"),
-}
 
 
 def graded(student):
@@ -236,17 +224,12 @@ def test_enc_train_dropout(student, rng):
 
 @check("enc_built_by_hand")
 def test_enc_built_by_hand(student, built_by_hand, rng):
-    fail_not_by_hand(built_by_hand.static(skip=[E.EX04]))  # exercise 4's file is graded in exercise 4
+    expect.not_by_hand(
+        built_by_hand.static(skip=[E.EX04]), BY_HAND
+    )  # exercise 4's file is graded in exercise 4
     module = graded(student)
     batch, length, embed, heads, ff = CONFIGS[1]
     layer, _, x = student_layer(module, rng, batch, length, embed, heads, ff, properties=True)
     first = expect.tensor(output_of(layer, x), "output", finite=False)
     expect.responds(first, expect.tensor(output_of(layer, x.flip(1) + 1), "output", finite=False), "output")
-    fail_not_by_hand(BuiltByHand(module, built_by_hand.path, built_by_hand.banned).tripwire())
-
-
-def fail_not_by_hand(findings):
-    for finding in findings[:1]:
-        text, diagnosis = BY_HAND[finding.kind]
-        expect.fail(text.format(found=finding.what, line=finding.line), diagnosis,
-                    found=finding.what, line=finding.line)  # fmt: skip
+    expect.not_by_hand(BuiltByHand(module, built_by_hand.path, built_by_hand.banned).tripwire(), BY_HAND)

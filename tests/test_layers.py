@@ -108,3 +108,12 @@ def test_the_worker_side_imports_only_what_a_worker_may(name):
         assert own or top in sys.stdlib_module_names or top in WORKER_THIRD_PARTY, (
             f"{MODULES[module].name}:{line} imports {target}"
         )
+
+
+def test_grade_py_starts_the_sandbox_early_for_grading_only():
+    """grade.py starts the zygote before anything heavy is imported, unless a command that grades
+    nothing in this process runs: its list is cli.COMMANDS, which it cannot import that early."""
+    import grade
+    from graders.harness.cli import COMMANDS
+
+    assert set(grade.COMMANDS) == set(COMMANDS)

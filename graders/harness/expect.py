@@ -559,3 +559,45 @@ def gradients_match_forward(
             fail(wrong.format(name=name, numeric=numeric, autograd=autograd), diagnosis)
     if largest == 0.0:  # a forward pass that depends on none of its inputs has no graph to judge
         fail(say("constant_output", name="output"))
+
+
+# ---------------------------------------------------------------- the built-by-hand rule
+
+TORCH_ATTENTION = Text(zh="torch 自带的注意力实现", en="torch's built-in attention")
+DYNAMIC_ACCESS = Text(
+    zh="第 {line} 行以动态方式访问 torch（{found}）；本题要求按名字直接调用你用到的函数。",
+    en="Line {line} reaches into torch dynamically ({found}); this exercise asks you to call what you use by its name.",
+)
+
+
+def by_hand_rule(
+    task: Text, uses: Text = TORCH_ATTENTION, diagnosis: str = "uses_builtin_attention"
+) -> dict[str, tuple[Text, str]]:
+    """An exercise's built-by-hand rule: for each kind of `banned.Finding`, the message and the
+    diagnosis. `task` says what the exercise asks to build ("build multi-head attention yourself"),
+    `uses` what was used instead; the diagnosis ids must be declared in the manifest."""
+    static = Text(
+        zh=f"第 {{line}} 行用到了{uses.zh}（{{found}}）；本题要求{task.zh}。",
+        en=f"Line {{line}} uses {uses.en} ({{found}}); this exercise asks you to {task.en}.",
+    )
+    ran = Text(
+        zh=f"你的代码运行时调用了{uses.zh} {{found}}（第 {{line}} 行）；本题要求{task.zh}。",
+        en=f"While your code ran, it called {uses.en} {{found}} (line {{line}}); this exercise asks you to {task.en}.",
+    )
+    return {
+        "banned": (static, diagnosis),
+        "dynamic": (DYNAMIC_ACCESS, "dynamic_torch_access"),
+        "tripwire": (ran, diagnosis),
+    }
+
+
+def not_by_hand(findings: Sequence, rule: Mapping[str, tuple[Text, str]]) -> None:
+    """Fail on the first finding of the built-by-hand rule (see `banned`), with `rule`'s words."""
+    for finding in findings[:1]:
+        text, diagnosis = rule[finding.kind]
+        fail(
+            text.format(found=finding.what, line=finding.line),
+            diagnosis,
+            found=finding.what,
+            line=finding.line,
+        )
