@@ -6,7 +6,8 @@ import sys
 
 from graders.harness.sandbox.launch import prestart  # standard library only: torch is not loaded yet
 
-COMMANDS = ("schema", "validate", "new", "build", "batch", "similarity")  # cli.COMMANDS: grade nothing here
+# cli.COMMANDS: these grade nothing here
+COMMANDS = ("schema", "validate", "new", "build", "batch", "merge", "similarity")
 
 if __name__ == "__main__":
     argv = sys.argv[1:]

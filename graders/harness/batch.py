@@ -34,7 +34,7 @@ from pathlib import Path
 
 from .budget import EXERCISE_FACTOR
 from .i18n import default_lang
-from .lms import analytics, gradebook
+from .lms import analytics, gradebook, shard
 from .lms import similarity as similar
 from .lms.intake import Entry, discover, fingerprint
 from .lms.messages import msg
@@ -125,6 +125,20 @@ def batch_parser() -> argparse.ArgumentParser:
         "--retry-errors",
         action="store_true",
         help="grade again the submissions whose grading failed (status error)",
+    )
+    p.add_argument(
+        "--shard",
+        default=None,
+        metavar="I/N",
+        help="grade only shard I of N (0 <= I < N; by a hash of the student's name), or auto[/N] from "
+        "JOB_COMPLETION_INDEX or SLURM_ARRAY_TASK_ID; then `grade.py merge` the N results folders",
+    )
+    p.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="grade on a Dask cluster: tcp://HOST:PORT, or local:N for N local workers "
+        '(pip install ".[dask]")',
     )
     return p
 
@@ -258,6 +272,59 @@ class Job:
         return f"signal {-code}" if code < 0 else f"exit status {code}"
 
 
+def job_command(
+    project_root: Path, s: BatchSettings, work: Path, code_budget: float, exercise_budget: float | None,
+    uid_block: int | None,
+) -> list[str]:  # fmt: skip
+    """The command of a job process (`lms/job.py`) grading for this process, which it dies with."""
+    cmd = [sys.executable, "-m", "graders.harness.batch", "--job", "--project", str(project_root),
+           "--seed", str(s.seed), "--lang", s.lang, "--parent", str(os.getpid()),
+           "--work", str(work), "--submission-seconds", str(code_budget)]  # fmt: skip
+    if uid_block is not None:
+        cmd += ["--uid-block", str(uid_block)]
+    if exercise_budget is not None:
+        cmd += ["--exercise-seconds", str(exercise_budget)]
+    for exercise in s.exercises or []:
+        cmd += ["--exercise", exercise]
+    if s.call_seconds is not None:
+        cmd += ["--call-seconds", str(s.call_seconds)]
+    if not s.run_hidden:
+        cmd.append("--no-hidden")
+    return cmd
+
+
+def job_env(work: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(CODE_ROOT), env.get("PYTHONPATH", "")) if p)
+    # Per-run pytest costs a job does not need: entry-point plugins, fd capture around every test
+    # phase (nothing of the student's is printed in this process; its stdout is the job log), and
+    # the logging plugin's handlers around every phase (~2% of a job's CPU; no check logs).
+    env.update(PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", PYTEST_ADDOPTS="--capture=no -p no:logging")
+    env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    env["TMPDIR"] = str(work)  # unpacked zips and the zygote's folder: never in the system's /tmp
+    return env
+
+
+def unscored(
+    project: Project, s: BatchSettings, entry: Entry, status: str, problem: str, elapsed: float, **params
+) -> SubmissionResult:
+    """The row of a submission that has no report: `problem`'s sentence says why."""
+    manifests = project.load_manifests(s.exercises)
+    return SubmissionResult(
+        student=entry.student, source=entry.source, status=status, problem=problem,
+        reason=msg(problem, **params)(s.lang), seed=s.seed, lang=s.lang,
+        score=0.0, max_score=possible_score(manifests, s.run_hidden),
+        elapsed=elapsed, fingerprint=fingerprint(entry),
+    )  # fmt: skip
+
+
+def job_kit(settings: BatchSettings):
+    """What a Dask batch's workers need of this module (`lms.cluster` imports nothing of it)."""
+    from .lms.cluster import JobKit
+
+    return JobKit(settings, job_command, job_env, Job, CODE_ROOT, START_SECONDS, unscored, BatchFailed)
+
+
 class Dispatcher:
     """Feeds submissions to N jobs, writes results as they come, replaces jobs that fail."""
 
@@ -278,34 +345,14 @@ class Dispatcher:
         self.uid_holders: list[socket.socket] = []  # uid blocks of this run, held until it ends
 
     def command(self, work: Path, uid_block: int | None) -> list[str]:
-        s = self.settings
-        cmd = [sys.executable, "-m", "graders.harness.batch", "--job", "--project", str(self.project.root),
-               "--seed", str(s.seed), "--lang", s.lang, "--parent", str(os.getpid()),
-               "--work", str(work), "--submission-seconds", str(self.code_budget)]  # fmt: skip
-        if uid_block is not None:
-            cmd += ["--uid-block", str(uid_block)]
-        if self.exercise_budget is not None:
-            cmd += ["--exercise-seconds", str(self.exercise_budget)]
-        for exercise in s.exercises or []:
-            cmd += ["--exercise", exercise]
-        if s.call_seconds is not None:
-            cmd += ["--call-seconds", str(s.call_seconds)]
-        if not s.run_hidden:
-            cmd.append("--no-hidden")
-        return cmd
+        return job_command(self.project.root, self.settings, work, self.code_budget, self.exercise_budget,
+                           uid_block)  # fmt: skip
 
     def start_job(self, index: int) -> Job:
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(CODE_ROOT), env.get("PYTHONPATH", "")) if p)
-        # Per-run pytest costs a job does not need: entry-point plugins, fd capture around every test
-        # phase (nothing of the student's is printed in this process; its stdout is the job log), and
-        # the logging plugin's handlers around every phase (~2% of a job's CPU; no check logs).
-        env.update(PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", PYTEST_ADDOPTS="--capture=no -p no:logging")
-        env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONUNBUFFERED="1")
         self.started += 1
         work = self.work / f"job-{self.started}"
         work.mkdir(parents=True, exist_ok=True)
-        env["TMPDIR"] = str(work)  # unpacked zips and the zygote's folder: never in the system's /tmp
+        env = job_env(work)
         uid_block = None
         if os.geteuid() == 0:  # a block of uids no other job of this run, nor any other grader, gets
             uid_block, holder = isolation.reserve_uid_block(secrets.randbelow(isolation.UID_BLOCKS))
@@ -346,15 +393,10 @@ class Dispatcher:
 
     def lost(self, job: Job, problem: str, **params) -> None:
         """The job failed on its current submission: that submission gets an `error` row."""
-        entry = job.current
-        manifests = self.project.load_manifests(self.settings.exercises)
-        s = self.settings
-        self.record(job, SubmissionResult(
-            student=entry.student, source=entry.source, status="error", problem=problem,
-            reason=msg(problem, **params)(s.lang), seed=s.seed, lang=s.lang,
-            score=0.0, max_score=possible_score(manifests, s.run_hidden),
-            elapsed=time.monotonic() - job.started_at, fingerprint=fingerprint(entry),
-        ))  # fmt: skip
+        elapsed = time.monotonic() - job.started_at
+        self.record(
+            job, unscored(self.project, self.settings, job.current, "error", problem, elapsed, **params)
+        )
 
     def handle(self, job: Job, line: bytes) -> None:
         message = json.loads(line)
@@ -432,15 +474,46 @@ def plan(
 def write_summaries(
     entries: list[Entry], store: ResultStore, settings: BatchSettings, project: Project
 ) -> tuple[Path, Path]:
-    manifests = project.load_manifests(settings.exercises)
     results = [r for e in entries if (r := store.load(e.student)) is not None]
-    write_atomic(store.root / "gradebook.csv", gradebook.render(results, manifests))
+    return write_class_files(results, store.root, settings, project)
+
+
+def write_class_files(
+    results: list[SubmissionResult], root: Path, settings: BatchSettings, project: Project
+) -> tuple[Path, Path]:
+    """The gradebook, analytics and class report of `results` (in the submissions folder's order),
+    with the similarity report if `root` holds one."""
+    manifests = project.load_manifests(settings.exercises)
+    write_atomic(root / "gradebook.csv", gradebook.render(results, manifests))
     figures = analytics.analyse(
-        results, manifests, settings.seed, settings.lang, similarity=similar.load(store.root)
+        results, manifests, settings.seed, settings.lang, similarity=similar.load(root)
     )
-    write_atomic(store.root / "analytics.json", figures.model_dump_json(indent=2) + "\n")
-    write_atomic(store.root / "class_report.html", analytics.render_html(figures))
-    return store.root / "gradebook.csv", store.root / "class_report.html"
+    write_atomic(root / "analytics.json", figures.model_dump_json(indent=2) + "\n")
+    write_atomic(root / "class_report.html", analytics.render_html(figures))
+    return root / "gradebook.csv", root / "class_report.html"
+
+
+def cmd_merge(argv: list[str], project: Project) -> int:
+    """`merge OUT_0 ... --out OUT`: the shards of one batch (`--shard I/N`) as one batch (lms/shard.py)."""
+    args = shard.merge_parser().parse_args(argv)
+    try:
+        folders, results, formats = shard.prepare_merge(args, project)
+    except shard.ShardError as exc:
+        raise UsageError(str(exc)) from None
+    store = ResultStore(args.out)
+    try:
+        store.open()
+    except StoreBusy as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        shard.write_merged(store, folders, results, formats)
+        settings = BatchSettings(**folders[0].settings)
+        paths = write_class_files([r for _, r, _, _ in results], args.out, settings, project)
+    finally:
+        store.close()
+    print(f"merge: {len(folders)} shards, {len(results)} submissions; gradebook {paths[0]}; "
+          f"class report {paths[1]}", file=sys.stderr)  # fmt: skip
+    return EXIT_OK
 
 
 def check_folders(args: argparse.Namespace) -> None:
@@ -467,6 +540,18 @@ def _raise_interrupted(signum, frame) -> None:
 def cmd_batch(argv: list[str], project: Project) -> int:
     args = batch_parser().parse_args(argv)
     check_folders(args)
+    try:
+        args.shard = shard.parse_shard(args.shard, os.environ) if args.shard else None
+    except shard.ShardError as exc:
+        raise UsageError(str(exc)) from None
+    if args.scheduler:
+        from .lms import cluster
+
+        try:
+            cluster.parse_scheduler(args.scheduler)
+            cluster.require_dask()
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
     if args.similarity:  # fail now, not after grading the class
         try:
             similar._copydetect()
@@ -494,20 +579,36 @@ def _run(
 ) -> int:
     stored = store.read_settings()
     settings = settle(args, stored, project)
-    store.write_settings({**(stored or {}), "settings": settings.as_dict()})
+    previous_shard = (stored or {}).get("scope", {}).get("shard")
+    if stored and "scope" in stored and previous_shard != (str(args.shard) if args.shard else None):
+        started = f"--shard {previous_shard}" if previous_shard else "no --shard"
+        raise UsageError(f"{args.out}: this batch was started with {started}; resume it the same way")
     entries = discover(args.submissions.resolve())  # jobs run elsewhere: they get absolute paths
+    scope = shard.scope(entries, args.shard, project)
+    entries = [e for e in entries if args.shard is None or args.shard.holds(e.student)]
+    store.write_settings({**(stored or {}), "settings": settings.as_dict(), "scope": scope})
     todo = plan(entries, store, settings, args.format, args.retry_errors)
     budget = args.submission_timeout or submission_budget(manifests, settings.call_seconds)
     progress = Progress(len(entries), len(entries) - len(todo), sys.stderr, bar=sys.stderr.isatty())
     print(
-        f"batch: {len(entries)} submissions, {len(todo)} to grade, {min(args.jobs, max(len(todo), 1))} jobs, "
+        f"batch: {len(entries)} submissions{f' (shard {args.shard})' if args.shard else ''}, "
+        f"{len(todo)} to grade, "
+        f"{f'on Dask {args.scheduler}' if args.scheduler else f'{min(args.jobs, max(len(todo), 1))} jobs'}, "
         f"seed {settings.seed}, results in {args.out}",
         file=sys.stderr,
     )
-    dispatcher = Dispatcher(
-        project, settings, store, args.format, args.jobs, budget, progress, args.submission_budget,
-        args.exercise_budget,
-    )  # fmt: skip
+    if args.scheduler:
+        from .lms.cluster import ClusterDispatcher
+
+        dispatcher = ClusterDispatcher(
+            args.scheduler, project, job_kit(settings), store, args.format, budget, progress,
+            args.submission_budget or job_budget(budget), args.exercise_budget,
+        )  # fmt: skip
+    else:
+        dispatcher = Dispatcher(
+            project, settings, store, args.format, args.jobs, budget, progress, args.submission_budget,
+            args.exercise_budget,
+        )  # fmt: skip
     started = time.monotonic()
     status = EXIT_OK
     try:
@@ -532,7 +633,7 @@ def _run(
     run = {"graded": progress.graded_now, "seconds": round(seconds, 3), "jobs": dispatcher.memory(),
            "rate": round(progress.graded_now / seconds, 3) if seconds > 0 else 0.0,
            "startup_seconds": round(startup, 3)}  # fmt: skip
-    store.write_settings({"settings": settings.as_dict(), "last_run": run})
+    store.write_settings({"settings": settings.as_dict(), "scope": scope, "last_run": run})
     lang = settings.lang
     if status == EXIT_INTERRUPTED:
         print(msg("log_interrupted", done=done, total=len(entries))(lang), file=sys.stderr)

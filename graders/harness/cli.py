@@ -47,7 +47,7 @@ def grade_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="grade.py",
         description="Grade a submission of this course's exercises in a sandbox and print a scored report.",
-        epilog="Other commands: schema, validate, new, build, batch, similarity "
+        epilog="Other commands: schema, validate, new, build, batch, merge, similarity "
         "(python grade.py COMMAND --help).",
     )
     parser.add_argument(
@@ -238,6 +238,7 @@ def cmd_schema(argv: list[str], project: Project) -> int:
 COMMANDS: dict[str, tuple[str, str]] = {
     "schema": (__name__, "cmd_schema"),
     "batch": (".batch", "cmd_batch"),
+    "merge": (".batch", "cmd_merge"),
     "similarity": (".batch", "cmd_similarity"),
     "build": (".build", "cmd_build"),
     "validate": (".validate", "cmd_validate"),

@@ -46,6 +46,10 @@ MESSAGES: dict[str, Text] = {
         zh="{source} 本身有 {size} 字节，超过上限 {cap}。",
         en="{source} is {size} bytes, over the cap of {cap}.",
     ),
+    "too_large_to_send": Text(
+        zh="{source} 超过 {cap} 字节或 {members} 个文件，无法发送给评分节点。",
+        en="{source} is over {cap} bytes or {members} files: too large to send to a grading worker.",
+    ),
     "not_submission": Text(
         zh="{source} 既不是文件夹也不是 .zip 文件（每位学生应有一个文件夹或一个 .zip）。",
         en="{source} is neither a folder nor a .zip file (one folder or one .zip per student).",
