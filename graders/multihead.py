@@ -22,6 +22,16 @@ from graders import attention as A
 
 LAYERS = ["query", "key", "value", "out_proj"]
 
+
+def missing_layers(info: dict, embed: int) -> list[str]:
+    """The projections of LAYERS that a module (as `expect.introspect` describes it) does not hold
+    as nn.Linear(embed, embed) with a bias."""
+    params = {name: shape for name, shape, _ in info.get("parameters", [])}
+    return [
+        name for name in LAYERS
+        if params.get(f"{name}.weight") != [embed, embed] or params.get(f"{name}.bias") != [embed]
+    ]  # fmt: skip
+
 Split = Callable[[torch.Tensor, int], torch.Tensor]
 Merge = Callable[[torch.Tensor], torch.Tensor]
 

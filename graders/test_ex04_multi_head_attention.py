@@ -143,11 +143,7 @@ def scales_with_sqrt_head_dim(student, rng, state, x, heads) -> bool:
 def test_mha_structure(student):
     embed, heads = 12, 3
     info = expect.introspect(student.SimpleMultiHeadAttention(embed, heads))
-    params = {name: shape for name, shape, _ in info.get("parameters", [])}
-    missing = [
-        name for name in M.LAYERS
-        if params.get(f"{name}.weight") != [embed, embed] or params.get(f"{name}.bias") != [embed]
-    ]  # fmt: skip
+    missing = M.missing_layers(info, embed)
     text = LAYERS_TEXT.format(embed=embed, heads=heads, missing=", ".join(missing) or "nn.Module")
     expect.true(info.get("is_nn_module", False) and not missing, text)
 

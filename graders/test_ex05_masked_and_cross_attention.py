@@ -332,11 +332,7 @@ def test_masked_fully_masked_row(student, rng):
 def test_cross_structure(student):
     embed, heads = 12, 3
     info = expect.introspect(student.CrossAttention(embed, heads))
-    params = {name: shape for name, shape, _ in info.get("parameters", [])}
-    missing = [
-        name for name in M.LAYERS
-        if params.get(f"{name}.weight") != [embed, embed] or params.get(f"{name}.bias") != [embed]
-    ]  # fmt: skip
+    missing = M.missing_layers(info, embed)
     text = LAYERS_TEXT.format(embed=embed, heads=heads, missing=", ".join(missing) or "nn.Module")
     expect.true(info.get("is_nn_module", False) and not missing, text)
 
