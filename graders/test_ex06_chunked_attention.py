@@ -129,10 +129,18 @@ def test_chunked_very_negative_scores(student, rng):
     large = context(student, q, k_large, v, chunk)
     evidence = {
         d: (C.online(q, k, v, chunk, **C.MISTAKES[d]), C.online(q, k_large, v, chunk, **C.MISTAKES[d]))
-        for d in ("finite_initial_max", "no_running_max")
+        for d in overflow_mistakes(plain)
     }
     expect.close(got, A.attention(q, k, v)[0], "context", readings=[plain], joint=large, variants=evidence,
                  rtol=1e-3, atol=1e-3)  # fmt: skip
+
+
+def overflow_mistakes(ordinary) -> tuple[str, ...]:
+    """The running-maximum mistakes that can explain a NaN at extreme scores: both give finite
+    results on ordinary scores, so code that is not finite there (a flipped rescale sign, say) has
+    another mistake, and naming one of these would mislead."""
+    finite = isinstance(ordinary, torch.Tensor) and bool(torch.isfinite(ordinary).all())
+    return ("no_running_max", "finite_initial_max") if finite else ()
 
 
 @check("chunked_large_scores")
@@ -140,11 +148,10 @@ def test_chunked_large_scores(student, rng):
     (q_shape, k_shape, v_shape), chunk = CONFIGS[0]
     q, k, k_plain, v = C.shifted_keys(rng, q_shape, k_shape, v_shape, LARGE_SHIFT)
     got = context(student, q, k, v, chunk)
-    variants = {
-        d: C.online(q, k, v, chunk, **C.MISTAKES[d]) for d in ("no_running_max", "finite_initial_max")
-    }
+    plain = context(student, q, k_plain, v.flip(-2), chunk)
+    variants = {d: C.online(q, k, v, chunk, **C.MISTAKES[d]) for d in overflow_mistakes(plain)}
     expect.finite(got, "context", variants=variants)
-    expect.responds(got, context(student, q, k_plain, v.flip(-2), chunk), "context")
+    expect.responds(got, plain, "context")
 
 
 @check("chunked_peak_memory")
