@@ -135,9 +135,12 @@ def test_discover_keeps_every_entry_once(tmp_path):
     make_zip(tmp_path / "bob.zip", {FILE: b""})
     (tmp_path / "notes.txt").write_text("hi")
     (tmp_path / ".DS_Store").write_text("")
+    (tmp_path / "__MACOSX").mkdir()
+    (tmp_path / ".hidden_student").mkdir()  # a name that starts with a dot is still a student
     os.symlink(tmp_path / "alice", tmp_path / "linked")
     entries = {e.student: e.kind for e in discover(tmp_path)}
     assert entries == {
+        ".hidden_student": "dir",
         "alice": "dir",
         "alice.zip": "zip",
         "bob": "zip",

@@ -101,11 +101,31 @@ class Entry:
 
 
 REPORT_SUFFIX = "_report.html"  # what a single grade's HTML report is called: never a student
+# what file managers, version control and notebooks leave in a folder: never a student
+SYSTEM_NAMES = {
+    ".DS_Store",
+    ".git",
+    ".hg",
+    ".svn",
+    "__MACOSX",
+    "Thumbs.db",
+    "desktop.ini",
+    ".ipynb_checkpoints",
+}
+
+
+def skipped(path: Path) -> bool:
+    """Is `path` a file manager's, a tool's or a single grade's, not a student's? Any other name,
+    hidden ones included (`.alice`), is a student entry: a student is never dropped without a row."""
+    name = path.name
+    if name in SYSTEM_NAMES or name.startswith("._"):  # macOS AppleDouble files
+        return True
+    return name.endswith(REPORT_SUFFIX) and path.is_file()
 
 
 def discover(folder: Path) -> list[Entry]:
-    """Every student entry of `folder`, sorted; hidden names (starting with '.') and single-grade
-    HTML reports (`*_report.html` files) are skipped.
+    """Every student entry of `folder`, sorted; system files (`SYSTEM_NAMES`, `._*`) and
+    single-grade HTML reports (`*_report.html` files) are skipped, nothing else.
 
     The key (`inert.student_key`: printable, one-to-one, short enough for a file name whatever
     bytes the name holds) is that of the folder name or of the zip name without `.zip`; when a
@@ -113,10 +133,7 @@ def discover(folder: Path) -> list[Entry]:
     lost or merged.
     """
     entries: list[Entry] = []
-    names = sorted(
-        p for p in folder.iterdir()
-        if not p.name.startswith(".") and not (p.name.endswith(REPORT_SUFFIX) and p.is_file())
-    )  # fmt: skip
+    names = sorted(p for p in folder.iterdir() if not skipped(p))
     taken = {p.name for p in names if p.is_dir() and not p.is_symlink()}
     key = inert.student_key
     for path in names:
