@@ -272,6 +272,8 @@ def test_an_interrupted_dask_batch_stops_its_jobs_and_resumes(cluster, tmp_path)
     address, client = cluster
     count = 12
     subs = make_class(tmp_path, count)
+    for path in subs.glob("*/*.py"):  # slow enough that the Ctrl-C lands mid-run on a quiet machine too
+        path.write_text("import time\ntime.sleep(0.6)\n" + path.read_text(encoding="utf-8"), encoding="utf-8")
     out = tmp_path / "out"
     proc = subprocess.Popen(batch_cmd(subs, out, "--scheduler", address), cwd=subs.parent,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
