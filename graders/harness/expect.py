@@ -239,11 +239,6 @@ def close(
     fits = [(error_ratio(got, c, rtol, atol), i) for i, c in enumerate(candidates)]
     if min(fits)[0] <= 1.0 and bool(torch.isfinite(got).all()):
         return got
-    for reading in candidates[1:]:  # NaN where the student's own earlier part gives NaN: carried forward
-        if reading.shape == got.shape and bool(torch.isnan(reading).any()) and torch.allclose(
-            got.double(), reading.double(), rtol=rtol, atol=atol, equal_nan=True
-        ):
-            return got
     nearest = candidates[min(fits)[1]]
     text = _mismatch(got, nearest, name, reveal, rtol, atol)
     if hint is not None:
@@ -262,8 +257,11 @@ def close(
 def same_as_own(got, own: torch.Tensor, name: str, rtol: float = 1e-5, atol: float = 1e-6) -> torch.Tensor:
     """`got` against `own`, another output of the student's own code (a property judged on their
     outputs, never on the expected values): the same shape and values, NaN exactly where `own` has
-    NaN and the same infinities. A NaN both agree on is not this check's business."""
+    NaN and the same infinities. A NaN both agree on is not this check's business; an output with
+    no finite value at all is no answer, and fails."""
     got = tensor(got, name, tuple(own.shape), finite=False)
+    if own.numel() and not bool(torch.isfinite(own).any()):  # no answer at all: nothing to compare
+        fail(_mismatch(own, own, name, True, rtol, atol))
     if got.shape == own.shape and torch.allclose(
         got.double(), own.double(), rtol=rtol, atol=atol, equal_nan=True
     ):
