@@ -31,10 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from .source import (
-    read_source,  # noqa: F401  (also read from here by similarity and the tests)
-    read_submission_file,  # the one safe reader of a submission's file
-)
+from .source import read_module_source, read_source
 
 Kind = Literal["banned", "dynamic", "tripwire"]
 
@@ -236,7 +233,7 @@ class BuiltByHand:
         from .sandbox.launch import ALLOWED_IMPORTS
         from .siblings import sibling_sources
 
-        data = self.origin.read() if self.origin is not None else read_submission_file(self.path)
+        data = read_module_source(self.path, self.origin)
         found = self._placed(static_findings(data, self.banned))
         if not self.banned:
             return found

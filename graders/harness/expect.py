@@ -262,9 +262,7 @@ def same_as_own(got, own: torch.Tensor, name: str, rtol: float = 1e-5, atol: flo
     got = tensor(got, name, tuple(own.shape), finite=False)
     if own.numel() and not bool(torch.isfinite(own).any()):  # no answer at all: nothing to compare
         fail(_mismatch(own, own, name, True, rtol, atol))
-    if got.shape == own.shape and torch.allclose(
-        got.double(), own.double(), rtol=rtol, atol=atol, equal_nan=True
-    ):
+    if torch.allclose(got.double(), own.double(), rtol=rtol, atol=atol, equal_nan=True):
         return got
     same = torch.isnan(got) == torch.isnan(own)
     if not bool(same.all()):

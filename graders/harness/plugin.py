@@ -33,7 +33,8 @@ from .models import ExerciseManifest, Heatmap, StopKind
 from .notebook import NotebookSources
 from .project import Project
 from .sandbox.client import SandboxPool
-from .student import StudentModule, StudentSession, read_submission_file
+from .source import read_module_source
+from .student import StudentModule, StudentSession
 
 
 def check(check_id: str):
@@ -54,11 +55,12 @@ class Outcome:
     stopped: StopKind | None = None  # the check could not judge the code at all (see `Stopped`)
 
 
+# the student's faults that stop a check from judging the code; any `error` (the grader's fault)
+# does too, and `runner.build_report` says so from the check's status
 STOPPED_BY: tuple[tuple[type[BaseException], StopKind], ...] = (
     (SubmissionFileError, "file"),
     (StudentCrash, "crash"),
     (StudentTimeout, "timeout"),
-    (GraderFault, "grader"),
 )
 
 
@@ -221,7 +223,7 @@ class GradingPlugin:
         """The submission file's text, read as bytes by this process for static checks (never run here)."""
         exercise_id = _exercise(self._item)
         slot = self.session_for(exercise_id).slots[exercise_id]
-        return source_text(slot.origin.read() if slot.origin is not None else read_submission_file(slot.path))
+        return source_text(read_module_source(slot.path, slot.origin))
 
     @pytest.fixture
     def built_by_hand(self) -> BuiltByHand:
@@ -267,10 +269,7 @@ class GradingPlugin:
             # a mistake that makes the code raise (`k.T` on a batch) is named in every check it breaks
             exc.diagnosis = exc.matching({**getattr(item.module, "KNOWN_ERRORS", {}), **COMMON_ERRORS})
         outcome = self.classify(exc)
-        if outcome.status == "error":
-            outcome.stopped = "grader"
-        else:
-            outcome.stopped = next((kind for cls, kind in STOPPED_BY if isinstance(exc, cls)), None)
+        outcome.stopped = next((kind for cls, kind in STOPPED_BY if isinstance(exc, cls)), None)
         ev = self._evidence.get(item.nodeid)
         if ev:
             outcome.heatmaps = ev.heatmaps

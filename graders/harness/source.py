@@ -18,6 +18,12 @@ from .i18n import say
 MAX_SOURCE_BYTES = 1 << 20  # the most of one file that is read
 
 
+def read_module_source(path: Path, origin=None) -> bytes:
+    """An exercise module's source: the code `origin` holds (a notebook's cells, see `notebook`),
+    else the file `path`."""
+    return origin.read() if origin is not None else read_submission_file(path)
+
+
 def read_source(data: bytes) -> str:
     """`data` decoded exactly as the interpreter decodes a source file: BOM, then a coding cookie
     on one of the first two lines, else UTF-8. Raises `SyntaxError` where Python would."""

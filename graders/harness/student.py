@@ -43,7 +43,7 @@ from .sandbox.client import (
     WorkerTimeout,
 )
 from .siblings import sibling_sources
-from .source import MAX_SOURCE_BYTES, read_submission_file  # noqa: F401  (read from here too)
+from .source import MAX_SOURCE_BYTES, read_module_source, read_submission_file  # noqa: F401  (read from here too)
 
 MEMORY_ERROR = re.compile(
     r"bad_alloc|can't allocate memory|out of memory|Cannot allocate memory", re.IGNORECASE
@@ -209,12 +209,8 @@ class StudentSession:
                     self._ensure(slot.base)
                     slot.siblings = slot.base.siblings
                     slot.source = slot.base.source + b"\n\n" + slot.suffix
-                elif slot.origin is not None:  # a notebook's cells: its imports are found the same way
-                    source = slot.origin.read()
-                    slot.siblings = sibling_sources(slot.path.parent, source, ALLOWED_IMPORTS, slot.provided)
-                    slot.source = source
-                else:
-                    source = read_submission_file(slot.path)
+                else:  # the file, or a notebook's cells: their imports are found the same way
+                    source = read_module_source(slot.path, slot.origin)
                     slot.siblings = sibling_sources(slot.path.parent, source, ALLOWED_IMPORTS, slot.provided)
                     slot.source = source
             except SubmissionFileError as exc:

@@ -56,10 +56,10 @@ class Progress:
         elapsed = time.monotonic() - self.start
         return self.graded_now / elapsed if elapsed > 0 else 0.0
 
-    def speed(self) -> str:
+    def speed(self, sep: str = "  ") -> str:
         rate = self.rate()
         eta = clock((self.total - self.done) / rate) if rate > 0 else "?"
-        return f"{rate:.1f}/s  ETA {eta}"
+        return f"{rate:.1f}/s{sep}ETA {eta}"
 
     def line(self, result: SubmissionResult) -> str:
         score = (
@@ -68,7 +68,7 @@ class Progress:
         return (
             f"[{self.done:>{len(str(self.total))}}/{self.total}] {inert.single_line(result.student)}: "
             f"{result.status} {inert.single_line(score)} "
-            f"({result.elapsed:.2f} s; {self.speed().replace('  ', ', ')})\n"
+            f"({result.elapsed:.2f} s; {self.speed(', ')})\n"
         )
 
     def started(self) -> None:
