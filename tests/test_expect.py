@@ -119,6 +119,22 @@ def test_a_reading_carried_forward_counts_as_right_and_is_the_one_compared_with(
     assert "expected 3" in err.text.en  # the nearest right answer, not the formula's
 
 
+def test_nan_carried_forward_only_where_the_own_reading_has_it_and_is_mostly_finite():
+    nan, inf = float("nan"), float("inf")
+    expected = torch.zeros(2, 2)
+    own = torch.tensor([[nan, inf], [1.0, 2.0]])  # the earlier part, as the student wrote it
+    assert expect.close(own.clone(), expected, "x", readings=[own]) is not None
+    for got in (
+        torch.tensor([[nan, inf], [1.0, 2.5]]),  # wrong where the reading is finite
+        torch.tensor([[nan, nan], [1.0, 2.0]]),  # NaN where the reading has inf
+        torch.tensor([[nan, inf], [nan, 2.0]]),  # a NaN of its own
+    ):
+        failure(expect.close, got, expected, "x", readings=[own])
+    nothing = torch.tensor([[nan, nan], [nan, 1.0]])  # mostly no answer: copying it earns nothing
+    failure(expect.close, nothing.clone(), expected, "x", readings=[nothing])
+    failure(expect.close, own.clone(), expected, "x")  # without the reading, NaN is never right
+
+
 def test_hidden_answers_say_where_and_what_but_never_the_expected_number():
     expected = torch.tensor([[0.5761, 0.2119], [0.4223, 0.1554]], dtype=torch.float64)
     got = expected.clone()

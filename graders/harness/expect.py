@@ -217,7 +217,8 @@ def close(
     """Check `got` against `expected`: type, dtype, exact shape, then values (all finite).
 
     `readings` are further answers that count as right: what an earlier part, as the student wrote
-    it, leads to (error carried forward). The message compares with the reading closest to `got`.
+    it, leads to (error carried forward), NaN and inf included where that reading is mostly
+    finite (`carries_forward`). The message compares with the reading closest to `got`.
 
     On a mismatch, `variants` (diagnosis id -> the output of that wrong formula, computed by the
     grader; see `find_variant` for pairs matched with `joint`) are tried first, then `estimators`
@@ -239,6 +240,8 @@ def close(
     fits = [(error_ratio(got, c, rtol, atol), i) for i, c in enumerate(candidates)]
     if min(fits)[0] <= 1.0 and bool(torch.isfinite(got).all()):
         return got
+    if any(ratio <= 1.0 and i > 0 and carries_forward(candidates[i]) for ratio, i in fits):
+        return got  # NaN or inf exactly where the student's own earlier part gives it
     nearest = candidates[min(fits)[1]]
     text = _mismatch(got, nearest, name, reveal, rtol, atol)
     if hint is not None:
@@ -252,6 +255,15 @@ def close(
             if found:
                 fail(text, found[0], **found[1])
     fail(text)
+
+
+def carries_forward(reading: torch.Tensor) -> bool:
+    """Whether a reading (what the student's own earlier part leads to) with NaN or inf in it still
+    counts as an answer that a later part may reproduce: most of it (at least half) is finite, so
+    matching it pins the later part down. An earlier part that gives (almost) nothing finite pins
+    nothing, and a later part that copies its NaN earns nothing from it."""
+    finite = torch.isfinite(reading)
+    return reading.numel() > 0 and 2 * int(finite.sum()) >= reading.numel()
 
 
 def same_as_own(got, own: torch.Tensor, name: str, rtol: float = 1e-5, atol: float = 1e-6) -> torch.Tensor:
