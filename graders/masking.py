@@ -59,14 +59,22 @@ def attention(q, k, v, mask=None, *, mistake: str = "") -> tuple[torch.Tensor, t
     return weights @ v.double(), weights
 
 
-def variants(q, k, v, mask) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-    """(context, weights) of each known masking mistake that differs from the right answer here."""
+def variants(q, k, v, mask) -> dict[str, Pair | list[Pair]]:
+    """(context, weights) of each known masking mistake that differs from the right answer here. An
+    inverted mask comes in the three ways a row left with no key can end (zeros, NaN, uniform), as
+    whoever inverts the mask usually keeps the rest of their code."""
     right = attention(q, k, v, mask)
-    out = {m: attention(q, k, v, mask, mistake=m) for m in MASK_MISTAKES}
+    out: dict[str, Pair | list[Pair]] = {m: attention(q, k, v, mask, mistake=m) for m in MASK_MISTAKES}
+    if mask is not None:
+        out["mask_inverted"] = [out["mask_inverted"]] + [
+            attention(q, k, v, ~mask, mistake=empty) for empty in ("fully_masked_nan", "fully_masked_uniform")
+        ]
     return {d: pair for d, pair in out.items() if not _same(pair, right)}
 
 
-def _same(a: tuple, b: tuple) -> bool:
+def _same(a: Pair | list[Pair], b: Pair) -> bool:
+    if isinstance(a, list):
+        return all(_same(one, b) for one in a)
     return all(
         x.shape == y.shape and bool(torch.allclose(x, y, rtol=1e-9, atol=1e-12, equal_nan=True))
         for x, y in zip(a, b, strict=True)
@@ -76,8 +84,9 @@ def _same(a: tuple, b: tuple) -> bool:
 # ---------------------------------------------------------------- cross-attention
 
 
-def cross(x, memory, state, heads, memory_mask=None, *, mistake: str = "") -> Pair:
-    """(output (B, L, E), weights (B, H, L, S)) of CrossAttention in float64, or as `mistake` has it."""
+def cross(x, memory, state, heads, memory_mask=None, *, mistake: str = "", empty: str = "") -> Pair:
+    """(output (B, L, E), weights (B, H, L, S)) of CrossAttention in float64, or as `mistake` has it;
+    `empty` is how a query with no key allowed ends (a masking mistake's name, or "" for zeros)."""
     source = x if mistake == "self_vs_cross" else memory  # the lesson's confusion: K and V from the decoder
     q, k, v = (M.split_heads(A.project(t, state, n), heads) for t, n in ((x, "query"), (source, "key"),
                                                                          (source, "value")))  # fmt: skip
@@ -87,14 +96,21 @@ def cross(x, memory, state, heads, memory_mask=None, *, mistake: str = "") -> Pa
     if mistake == "causal_in_cross":  # the decoder's causal mask applied to the memory as well
         future = causal(q.shape[-2], k.shape[-2])
         mask = future if mask is None else mask & future
-    context, weights = attention(q, k, v, mask, mistake="no_scaling" if mistake == "no_scaling" else "")
+    context, weights = attention(q, k, v, mask, mistake="no_scaling" if mistake == "no_scaling" else empty)
     return A.project(M.merge_heads(context), state, "out_proj"), weights
 
 
-def cross_variants(x, memory, state, heads, memory_mask=None) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+def cross_variants(x, memory, state, heads, memory_mask=None) -> dict[str, Pair | list[Pair]]:
     """(output, weights) of each known cross-attention mistake that differs from the right answer."""
     right = cross(x, memory, state, heads, memory_mask)
-    out = {m: cross(x, memory, state, heads, memory_mask, mistake=m) for m in CROSS_MISTAKES}
+    out: dict[str, Pair | list[Pair]] = {
+        m: cross(x, memory, state, heads, memory_mask, mistake=m) for m in CROSS_MISTAKES
+    }
+    if memory_mask is not None:  # an inverted mask leaves the unpadded sequences with no key
+        out["memory_mask_inverted"] = [out["memory_mask_inverted"]] + [
+            cross(x, memory, state, heads, memory_mask, mistake="memory_mask_inverted", empty=empty)
+            for empty in ("fully_masked_nan", "fully_masked_uniform")
+        ]
     return {d: pair for d, pair in out.items() if not _same(pair, right)}
 
 

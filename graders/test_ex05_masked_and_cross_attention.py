@@ -19,7 +19,7 @@ from graders import attention as A
 from graders import masking as K
 from graders import multihead as M
 from graders.harness import Text, check, expect
-from graders.harness.errors import StudentFault
+from graders.harness.errors import StudentCodeError, StudentFault
 
 # (q, k, v) shapes: leading batch dims, L ≠ S, d_k ≠ d_v
 MASKED_SHAPES = [((2, 5, 16), (2, 7, 16), (2, 7, 3)), ((3, 2, 4, 8), (3, 2, 6, 8), (3, 2, 6, 5))]
@@ -126,10 +126,25 @@ def student_layer(student, rng, batch, length, keys, embed, heads, properties=Fa
     return layer, state, x, memory, mask
 
 
+def call_with_mask(layer, x, memory, mask):
+    """layer(x, memory, mask); a layer that raises only when given the mask is told that the mask
+    does not reach the scores in a shape that broadcasts."""
+    try:
+        return layer(x, memory, mask)
+    except StudentCodeError as exc:
+        if exc.diagnosis is None:
+            try:
+                layer(x, memory)
+            except StudentFault:
+                raise exc from None
+            exc.diagnosis = "memory_mask_shape"
+        raise
+
+
 def run(layer, x, memory, mask, heads):
     """(output, weights) of the layer, read as meant (`cross_shapes` charges the order)."""
     batch, length, embed = x.shape
-    got = layer(x, memory) if mask is None else layer(x, memory, mask)
+    got = layer(x, memory) if mask is None else call_with_mask(layer, x, memory, mask)
     return expect.pair_as_meant(got, "CrossAttention.forward(x, memory, memory_mask)",
                                 ((batch, length, embed), (batch, heads, length, memory.shape[1])))  # fmt: skip
 
@@ -304,7 +319,8 @@ def test_masked_fully_masked_row(student, rng):
     context, weights = expect.pair_as_meant(returned, ATTEND, ((*lead, v.shape[-1]), (*lead, k.shape[-2])))
     weights = expect.tensor(weights, "weights", (*q.shape[:-1], k.shape[-2]), finite=False)
     context = expect.tensor(context, "context", (*q.shape[:-1], v.shape[-1]), finite=False)
-    pairs = {d: (w[..., :1, :], w[..., 1:, :]) for d, (_, w) in K.variants(q, k, v, mask).items()}
+    pairs = {d: A.each(p, lambda pair: (pair[1][..., :1, :], pair[1][..., 1:, :]))
+             for d, p in K.variants(q, k, v, mask).items()}  # fmt: skip
     for got, what in ((weights, "weights"), (context, "context")):
         row = got[..., :1, :]
         if not bool(torch.isfinite(row).all()) or float(row.abs().max()) > 1e-6:
@@ -342,11 +358,9 @@ def test_cross_structure(student):
 @check("cross_shapes")
 def test_cross_shapes(student, rng):
     for batch, length, keys, embed, heads in CROSS_CONFIGS:
-        layer, _, x, memory, mask = student_layer(
-            student, rng, batch, length, keys, embed, heads, properties=True
-        )
+        layer, _, x, memory, _ = student_layer(student, rng, batch, length, keys, embed, heads, properties=True)
         shapes = ((batch, length, embed), (batch, heads, length, keys))
-        output, weights = expect.pair_in_order(layer(x, memory, mask), "CrossAttention.forward(x, memory, memory_mask)",
+        output, weights = expect.pair_in_order(layer(x, memory), "CrossAttention.forward(x, memory)",
                                                shapes, ("output", "weights"))  # fmt: skip
         expect.tensor(weights, "weights", (batch, heads, length, keys), finite=False,
                       shape_variants={"self_vs_cross": (batch, heads, length, length),
