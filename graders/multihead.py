@@ -241,12 +241,12 @@ def widened(state: dict[str, torch.Tensor], num_heads: int, times: int = 4) -> d
 
 def variants(
     x: torch.Tensor, state: dict[str, torch.Tensor], num_heads: int
-) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+) -> dict[str, tuple[torch.Tensor, torch.Tensor] | list[tuple[torch.Tensor, torch.Tensor]]]:
     """(output, weights) pairs of common mistakes, keyed by diagnosis id, for `expect.close` with
     `joint` (an output check is joined by the weights, a weights check by the output: see `swap`).
 
     `weights_averaged` gives the (B, L, L) mean over heads that `nn.MultiheadAttention` returns
-    by default.
+    by default. A wrong split comes as a list: merged back the same wrong way, or the right way.
     """
     embed = x.shape[-1]
     head_dim = embed // num_heads
@@ -274,6 +274,9 @@ def variants(
         "no_projections": dict(no_projections=True),
     }
     out = {diagnosis: forward(x, state, num_heads, **options) for diagnosis, options in wrong.items()}
+    splits = {"split_without_transpose": split_without_transpose, "split_heads_last": split_heads_last}
+    for diagnosis, split in splits.items():
+        out[diagnosis] = [out[diagnosis], forward(x, state, num_heads, split=split)]  # merged either way
     right_out, right_w = forward(x, state, num_heads)
     out["weights_averaged"] = (right_out, right_w.mean(1))
     out["residual_added"] = (right_out + x.double(), right_w)

@@ -171,7 +171,8 @@ def test_mha_shapes(student, rng):
                                                ("output", "weights"))  # fmt: skip
         expect.tensor(weights, "weights", (batch, heads, length, length), finite=False,
                       shape_variants={"weights_averaged": (batch, length, length),
-                                      "heads_not_moved": (batch, length, heads, heads)})  # fmt: skip
+                                      "heads_not_moved": (batch, length, heads, heads),
+                                      "sequence_first": (length, heads, batch, batch)})  # fmt: skip
         expect.tensor(output, "output", (batch, length, embed), finite=False)
 
 
@@ -184,7 +185,7 @@ def test_mha_rows_sum_to_one(student, rng):
     expect.true(bool((weights >= 0).all()), ROWS_TEXT.format(low=float(weights.min())))
     sums = weights.double().sum(-1)
     ours = all(state.get(f"{n}.weight", torch.empty(0)).shape == (embed, embed) for n in M.LAYERS)
-    variants = {d: w.sum(-1) for d, w in A.picked(M.variants(x, state, heads), 1).items()} if ours else {}
+    variants = {d: A.each(w, lambda t: t.sum(-1)) for d, w in A.picked(M.variants(x, state, heads), 1).items()} if ours else {}
     expect.close(sums, torch.ones_like(sums), "weights.sum(-1)", atol=ROW_SUM_ATOL, variants=variants)
 
 
