@@ -26,6 +26,7 @@ Q = torch.tensor([[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 1, 1]], dtype=torch.float64
 K = Q
 V = torch.arange(1, 13, dtype=torch.float64).reshape(3, 4)  # (3, 4)
 D_K = 4
+KEY_SUBSETS = [[0], [1], [2], [0, 1], [0, 2], [1, 2]]  # a weighted sum that leaves keys out
 SHAPES = {"SCORES": (3, 3), "WEIGHTS": (3, 3), "CONTEXT": (3, 4)}
 CONTEXT_SHAPES = {"context_one_row": [(4,), (1, 4)], "context_transposed": (4, 3)}
 SCORES_SHAPES = {"scores_transposed_product": (4, 4)}  # QᵀK instead of QKᵀ
@@ -254,6 +255,7 @@ def test_context_matches_weights(student):
         "context_from_coarser_weights": weights.round(decimals=1) @ V,
         "context_scaled": weights @ V / D_K**0.5,
         "context_from_exp": torch.exp(scores) @ V if scores.shape[-1] == V.shape[0] else None,
+        "context_misses_keys": [weights[:, keys] @ V[keys] for keys in KEY_SUBSETS] if weights.shape[-1] == V.shape[0] else None,
     }
     expect.close(context, weights @ V, "CONTEXT vs WEIGHTS·V", rtol=0, atol=CONTEXT_ATOL, variants=variants,
                  readings=[torch.softmax(scores, dim=-1) @ V if scores.shape[-1] == V.shape[0] else None],

@@ -25,7 +25,10 @@ HIDDEN_SHAPES = [((4, 9), (6, 9), (6, 2)), ((2, 3, 1, 8), (2, 3, 11, 8), (2, 3, 
 LAYERS = ["query", "key", "value"]
 LARGE_SCORE = 2000.0  # raw q·k of the aligned pairs: 2000/√16 = 500 overflows exp() in float32 and float64
 ROW_SUM_ATOL = 1e-3  # a softmax computed in half precision still sums to one within this
-BACKWARD_ERRORS = {"inplace_breaks_backward": r"modified by an inplace operation"}
+BACKWARD_ERRORS = {
+    "inplace_breaks_backward": r"modified by an inplace operation",
+    "inplace_on_input": r"leaf Variable that requires grad is being used in an in-place operation",
+}
 KNOWN_ERRORS = {
     "transpose_fixed_dims": r"(?s)RuntimeError.*\n.*(\.transpose\(1, ?2\)|\.permute\(0, ?2, ?1\))",
     "k_transpose_batched": r"(?s)RuntimeError.*\n.*\b[A-Za-z_]\w*\.T\b",
@@ -165,6 +168,7 @@ def layer_variants(state, x):
     out["value_from_key"] = A.attention(q, k, k)
     out["no_projections"] = A.attention(x, x, x)
     out["query_key_swapped"] = A.attention(k, q, v)  # q from the key layer, k from the query layer
+    out["keys_from_queries"] = A.attention(q, q, v)  # k from the query layer as well
     out["relu_after_projections"] = A.attention(q.relu(), k.relu(), v.relu())
     out["residual_added"] = (right_c + x.double(), right_w)
     batch, length, embed = x.shape

@@ -9,6 +9,8 @@ outputs of known mistakes. Dropout is judged in train mode by probes (`encoder.p
 make each dropout site's zeros and scale readable from the layer's output, over many draws.
 """
 
+import math
+
 import torch
 
 from graders import encoder as E
@@ -173,6 +175,23 @@ def test_enc_matches_oracle_other_shapes(student, rng):
         compare(module, rng, config)
 
 
+def fixed_p(site: str, share: float, ratios: list[float]) -> float | None:
+    """The p of a dropout that is right in itself but ignores the layer's p (a number written in its
+    place), when the share zeroed and the scale of the kept entries both read as that same p."""
+    if not ratios:
+        return None
+    kept = sorted(ratios)[len(ratios) // 2]
+    for factor in E.read_factors(site).values():
+        scale = kept / factor  # 1/(1−p), or 1/(1−p)² through the two dropouts around the hidden layer
+        if scale <= 1:
+            continue
+        p = 1 - (1 / scale if site != "hidden" else 1 / math.sqrt(scale))
+        zeroed = p if site != "hidden" else 1 - (1 - p) ** 2
+        if abs(zeroed - share) <= SHARE_TOL and abs(p - P) > SHARE_TOL:
+            return p
+    return None
+
+
 def judge_site(site: str, read: int, dropped: int, ratios: list[float]) -> None:
     """Fail on a zeroed share or a kept scale that is not the site's (see `SITES`)."""
     where_en, where_zh, share, scale = SITES[site]
@@ -188,6 +207,9 @@ def judge_site(site: str, read: int, dropped: int, ratios: list[float]) -> None:
             expect.fail(text, "dropout_keeps_p", got=f"{got:.2f}", p=P, **named)
         if site == "hidden" and abs(got - P) <= SHARE_TOL:  # one of the two dropouts is not there
             expect.fail(text, "dropout_missing", where=ATTRIBUTES[site])
+        fixed = fixed_p(site, got, ratios)
+        if fixed is not None:
+            expect.fail(text, "dropout_p_fixed", got=f"{fixed:.2g}", p=P, **named)
         expect.fail(text)
     if not ratios:
         return
