@@ -225,7 +225,8 @@ def test_every_multihead_variant_differs_from_the_right_answer():
     out, weights = M.forward(x, state, 3)
     unstable = {"naive_softmax", "global_max_softmax"}  # right on ordinary scores, by definition
     for name, variant in M.variants(x, state, 3).items():
-        for wrong_out, wrong_w in variant if isinstance(variant, list) else [variant]:  # each way of writing it
+        ways = variant if isinstance(variant, list) else [variant]  # each way of writing the mistake
+        for wrong_out, wrong_w in ways:
             same_out = torch.allclose(wrong_out, out, atol=1e-3)
             same_w = wrong_w.shape == weights.shape and torch.allclose(wrong_w, weights, atol=1e-3)
             assert (same_out and same_w) == (name in unstable), name
