@@ -32,6 +32,7 @@ def missing_layers(info: dict, embed: int) -> list[str]:
         if params.get(f"{name}.weight") != [embed, embed] or params.get(f"{name}.bias") != [embed]
     ]  # fmt: skip
 
+
 Split = Callable[[torch.Tensor, int], torch.Tensor]
 Merge = Callable[[torch.Tensor], torch.Tensor]
 

@@ -255,7 +255,9 @@ def test_context_matches_weights(student):
         "context_from_coarser_weights": weights.round(decimals=1) @ V,
         "context_scaled": weights @ V / D_K**0.5,
         "context_from_exp": torch.exp(scores) @ V if scores.shape[-1] == V.shape[0] else None,
-        "context_misses_keys": [weights[:, keys] @ V[keys] for keys in KEY_SUBSETS] if weights.shape[-1] == V.shape[0] else None,
+        "context_misses_keys": [weights[:, keys] @ V[keys] for keys in KEY_SUBSETS]
+        if weights.shape[-1] == V.shape[0]
+        else None,
     }
     expect.close(context, weights @ V, "CONTEXT vs WEIGHTS·V", rtol=0, atol=CONTEXT_ATOL, variants=variants,
                  readings=[torch.softmax(scores, dim=-1) @ V if scores.shape[-1] == V.shape[0] else None],

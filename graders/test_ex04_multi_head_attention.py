@@ -185,7 +185,11 @@ def test_mha_rows_sum_to_one(student, rng):
     expect.true(bool((weights >= 0).all()), ROWS_TEXT.format(low=float(weights.min())))
     sums = weights.double().sum(-1)
     ours = all(state.get(f"{n}.weight", torch.empty(0)).shape == (embed, embed) for n in M.LAYERS)
-    variants = {d: A.each(w, lambda t: t.sum(-1)) for d, w in A.picked(M.variants(x, state, heads), 1).items()} if ours else {}
+    variants = (
+        {d: A.each(w, lambda t: t.sum(-1)) for d, w in A.picked(M.variants(x, state, heads), 1).items()}
+        if ours
+        else {}
+    )
     expect.close(sums, torch.ones_like(sums), "weights.sum(-1)", atol=ROW_SUM_ATOL, variants=variants)
 
 

@@ -358,7 +358,9 @@ def test_cross_structure(student):
 @check("cross_shapes")
 def test_cross_shapes(student, rng):
     for batch, length, keys, embed, heads in CROSS_CONFIGS:
-        layer, _, x, memory, _ = student_layer(student, rng, batch, length, keys, embed, heads, properties=True)
+        layer, _, x, memory, _ = student_layer(
+            student, rng, batch, length, keys, embed, heads, properties=True
+        )
         shapes = ((batch, length, embed), (batch, heads, length, keys))
         output, weights = expect.pair_in_order(layer(x, memory), "CrossAttention.forward(x, memory)",
                                                shapes, ("output", "weights"))  # fmt: skip
