@@ -157,7 +157,8 @@ def base_of(table: torch.Tensor, atol: float) -> float | None:
 
 def frequency_estimator(d_model: int, atol: float, others: list[torch.Tensor] = ()):
     """An `expect.close` estimator for a table whose structure is right but whose frequencies are
-    not: names every frequency 1 (an integer division in the exponent); another base than 10000,
+    not: names every frequency 1 (an integer division in the exponent); every frequency off by the
+    same factor (the positions scaled, e.g. pos / seq_len, not the frequency term); another base than 10000,
     when the student's tables for the other sizes in `others` show that same base (a frequency term
     that only looks like another base for one d_model is no base mistake); or else the first pair
     whose frequency is wrong, with both values."""
@@ -172,24 +173,14 @@ def frequency_estimator(d_model: int, atol: float, others: list[torch.Tensor] = 
             return None
         if all(abs(o - 1.0) < 1e-3 for o in omegas):
             return "pe_integer_division", {}
+        ratios = [o / w for o, w in zip(omegas, wanted, strict=True)]
+        if max(ratios) - min(ratios) < 1e-3 * max(ratios):  # every frequency off by one factor: the positions
+            return "pe_positions_scaled", {"factor": f"{ratios[0]:.4g}", "seq_len": got.shape[0]}
         bases = [base_of(t, atol) for t in (got, *others)]
         if bases[0] is not None and all(b is not None and abs(b / bases[0] - 1) < 1e-3 for b in bases):
             return "pe_wrong_base", {"base": f"{bases[0]:.6g}"}
         i = wrong[0]
         return "pe_wrong_frequency", {"pair": i, "got": f"{omegas[i]:.6g}", "expected": f"{wanted[i]:.6g}"}
-
-    return estimate
-
-
-def precision_estimator(seq_len: int, d_model: int):
-    """Names a table computed in half precision: right to float16's rounding, not to float64's."""
-
-    def estimate(got: torch.Tensor):
-        if got.dtype not in (torch.float16, torch.bfloat16):
-            return None
-        if torch.allclose(got.double(), sinusoidal(seq_len, d_model), rtol=0, atol=1e-2):
-            return "pe_low_precision", {"dtype": str(got.dtype).replace("torch.", "")}
-        return None
 
     return estimate
 

@@ -121,6 +121,18 @@ COMMON_DIAGNOSES: dict[str, DiagnosisSpec] = {
             en="A sum, max or mean along a dimension drops that dimension, so it no longer lines up with the tensor it divides or is subtracted from: pass keepdim=True.",
         )
     ),
+    "given_value_ignored": DiagnosisSpec(
+        message=Text(
+            zh="前向计算覆盖或忽略了传给它的值：不要在 forward 里重新初始化参数或改写输入，只读取它们。",
+            en="The forward pass overwrites or ignores a value it is given: do not re-initialise parameters or rewrite inputs in forward; only read them.",
+        )
+    ),
+    "low_precision": DiagnosisSpec(
+        message=Text(
+            zh="`{name}` 的每个值都恰好是 {dtype} 能表示的数，并且只对到大约三位有效数字：你在计算中用了半精度（.half()、float16 或 bfloat16）。请保持输入的 dtype 计算。",
+            en="Every value of `{name}` is exactly a {dtype} number, and right only to about three significant digits: your computation went through half precision (.half(), float16 or bfloat16). Compute in the inputs' dtype.",
+        )
+    ),
     "shapes_do_not_fit": DiagnosisSpec(
         message=Text(
             zh="这一行里两个张量的形状对不上（见上面的报错）：在这一行打印它们的 .shape，对照题目中的形状约定。",

@@ -249,6 +249,9 @@ def close(
     diagnosis = find_variant(got, variants, rtol, atol, joint)
     if diagnosis:
         fail(text, diagnosis)
+    half = computes_in_half(got)  # right to half precision's rounding, and made of its numbers
+    if half is not None and computes_in_half(nearest) is None and error_ratio(got, nearest, 4e-3, 1e-3) <= 1:
+        fail(text, "low_precision", name=name, dtype=str(half).replace("torch.", ""))
     if bool(torch.isfinite(got).all()):
         for estimate in estimators:
             found = estimate(got)
@@ -535,6 +538,46 @@ def with_siblings(student, provided: Mapping[str, str], tag: str):
     return student._session.with_siblings(student._slot.name, encoded, tag)
 
 
+def computes_in_half(out) -> torch.dtype | None:
+    """float16 or bfloat16 when every value of `out` (8 or more, not all zero) is a number of that
+    type, whatever dtype holds them: computed in half precision and cast back. Else None."""
+    if not isinstance(out, torch.Tensor) or not out.is_floating_point() or out.numel() < 8:
+        return None
+    values = out.detach()
+    if not bool(torch.isfinite(values).all()) or not bool(values.any()):
+        return None
+    for dtype in (torch.float16, torch.bfloat16):
+        if values.dtype == dtype or bool(torch.equal(values, values.to(dtype).to(values.dtype))):
+            return dtype
+    return None
+
+
+IGNORED_INPUT = Text(
+    zh="改变 `{name}` 时你的输出完全不动，而 autograd 却给了它梯度（沿一个随机方向为 {autograd:.6g}）：前向计算没有用传给它的 `{name}`（例如在 forward 里重新初始化了它，或用别的值覆盖了它）。",
+    en="Your output does not move at all when `{name}` changes, yet autograd gives it a gradient ({autograd:.6g} along a random direction): the forward pass does not use the `{name}` it was given (it re-initialises or overwrites it in forward, say).",
+)
+
+
+def smooth_difference(
+    difference: Callable[[float], tuple[float, torch.dtype]],
+    scale: float,
+    numeric: float,
+    rtol: float,
+    size: float,
+) -> tuple[float, float, float]:
+    """(derivative, rtol, size) read at wide steps, for a gradient that the fine difference refuted.
+
+    A pass that rounds inside (half precision, say) moves in steps: at a fine step, the rounded part
+    does not move at all and the difference sees only the rest. So before the gradient is refused,
+    the slope is read again at three wide steps (2.5%, 5% and 10% of the input's scale); their
+    median is judged with a 30% tolerance widened by three times their spread (what the rounding
+    leaves unknown). A cut graph is still refused: its gradient misses a whole term."""
+    wide = sorted(difference(f * scale)[0] for f in (0.025, 0.05, 0.1))
+    if not all(math.isfinite(w) for w in wide):
+        return numeric, rtol, size
+    return wide[1], 0.3, size + 3 * (wide[2] - wide[0])
+
+
 def gradients_match_forward(
     forward: Callable[[dict[str, torch.Tensor]], torch.Tensor],
     point: Mapping[str, torch.Tensor],
@@ -558,7 +601,8 @@ def gradients_match_forward(
     against the student's own forward pass means a wrong forward pass costs nothing here: only a
     broken graph does.
     Inputs in float64 give differences exact to ~1e-9; a forward pass that computes in float32
-    anyway gets a step and a tolerance that suit float32.
+    anyway gets a step and a tolerance that suit float32; a gradient the fine difference refutes is
+    read again at wide steps before it is refused (`smooth_difference`: half precision inside).
     """
     largest = 0.0
     for name, value in point.items():
@@ -573,19 +617,25 @@ def gradients_match_forward(
             out = tensor(forward(moved), "output", tuple(cotangent.shape), finite=False)
             return float((out.double() * cotangent.double()).sum()), out.dtype
 
+        def difference(step: float, along=along) -> tuple[float, torch.dtype]:
+            plus, dtype = along(step)
+            return (plus - along(-step)[0]) / (2 * step), dtype
+
         step = 1e-5 * scale if value.dtype == torch.float64 else 3e-3 * scale
-        plus, dtype = along(step)
-        minus, _ = along(-step)
-        numeric = (plus - minus) / (2 * step)
+        numeric, dtype = difference(step)
         autograd = float((grad.double() * direction).sum())
         if not (math.isfinite(numeric) and math.isfinite(autograd)):
             fail(wrong.format(name=name, numeric=numeric, autograd=autograd))
-        largest = max(largest, abs(numeric))
         rtol, atol = (1e-5, 1e-7) if dtype == torch.float64 and value.dtype == torch.float64 else (2e-2, 2e-4)
         size = float(cotangent.double().abs().sum()) * atol
         if abs(numeric - autograd) > rtol * max(abs(numeric), abs(autograd)) + size:
+            numeric, rtol, size = smooth_difference(difference, scale, numeric, rtol, size)
+        largest = max(largest, abs(numeric))
+        if abs(numeric - autograd) > rtol * max(abs(numeric), abs(autograd)) + size:
             if given is None:  # nothing arrived, yet the output depends on it: the graph is cut
                 fail(missing.format(name=name), diagnosis)
+            if numeric == 0.0:  # the output ignores the value it was handed: no cut graph to name
+                fail(IGNORED_INPUT.format(name=name, autograd=autograd), "given_value_ignored")
             fail(wrong.format(name=name, numeric=numeric, autograd=autograd), diagnosis)
     if largest == 0.0:  # a forward pass that depends on none of its inputs has no graph to judge
         fail(say("constant_output", name="output"))
