@@ -23,7 +23,7 @@ from graders import multihead as M
 
 MASK_MISTAKES = [
     "mask_inverted", "mask_ignored", "mask_after_softmax", "mask_multiplied", "no_scaling",
-    "fully_masked_uniform", "fully_masked_nan",
+    "fully_masked_uniform", "fully_masked_nan", "empty_test_uses_all",
 ]  # fmt: skip
 CROSS_MISTAKES = [
     "self_vs_cross", "causal_in_cross", "memory_mask_ignored", "memory_mask_inverted", "no_scaling",
@@ -52,8 +52,9 @@ def attention(q, k, v, mask=None, *, mistake: str = "") -> tuple[torch.Tensor, t
         weights = torch.softmax(scores.masked_fill(~mask, -1e9), dim=-1)
     elif mistake == "fully_masked_nan":  # −inf everywhere in a row: 0/0
         weights = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
-    else:
-        allowed = mask.any(-1, keepdim=True)
+    else:  # a row with no key allowed is zero; `empty_test_uses_all`: zero unless every key is allowed
+        test = torch.all if mistake == "empty_test_uses_all" else torch.any
+        allowed = test(mask, dim=-1, keepdim=True)
         weights = torch.softmax(scores.masked_fill(~mask, float("-inf")).masked_fill(~allowed, 0.0), dim=-1)
         weights = weights * allowed
     return weights @ v.double(), weights

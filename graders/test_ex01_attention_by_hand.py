@@ -110,18 +110,25 @@ def common_factor(
     if scores.shape != raw.shape:
         return None, torch.ones(scores.shape, dtype=torch.bool)
     nonzero = raw != 0
-    lows = ((scores - ATOL) / raw)[nonzero].tolist()
-    highs = ((scores + ATOL) / raw)[nonzero].tolist()
+    ends = ((scores - ATOL) / raw)[nonzero], ((scores + ATOL) / raw)[nonzero]  # swapped where raw < 0
+    lows, highs = torch.minimum(*ends).tolist(), torch.maximum(*ends).tolist()
     best: tuple[int, float, float] = (0, 0.0, 0.0)
     for c in lows:  # the best range starts where some entry's range starts
         agree = [(lo, hi) for lo, hi in zip(lows, highs, strict=True) if lo <= c + 1e-12 and c <= hi + 1e-12]
         if len(agree) > best[0]:
             best = (len(agree), max(lo for lo, _ in agree), min(hi for _, hi in agree))
     count, low, high = best
+    if low <= 0 <= high:  # "times 0" is no factor: zeros where the products are not zero
+        count = 0
     factor = (low + high) / 2
     off = torch.where(nonzero, (scores - factor * raw).abs() > ATOL + (high - low) / 2 * raw.abs(),
                       scores.abs() > ATOL)  # fmt: skip
     return ((low, high) if count >= int(nonzero.sum()) - 2 else None), off
+
+
+def centred(m: torch.Tensor) -> torch.Tensor:
+    """Each row minus its mean: what the softmax sees of a row (it ignores a constant added to it)."""
+    return m - m.mean(-1, keepdim=True)
 
 
 def rows_reordered(expected: torch.Tensor, name: str, atol: float):
@@ -278,6 +285,8 @@ def test_scores_dot_products(student):
         named = next((d for d, raw in other.items() if common_factor(scores, raw)[0] is not None), None)
         cosine = RAW / (Q.norm(dim=-1, keepdim=True) * K.norm(dim=-1)[None, :])
         named = named or ("cosine_scores" if common_factor(scores, cosine)[0] is not None else None)
+        shifted = common_factor(centred(scores), centred(RAW))[0] is not None  # each row moved by a constant
+        named = named or ("scores_row_shifted" if shifted else None)
         expect.fail(NO_FACTOR_TEXT, named)
     entries = ", ".join(f"{tuple(i)} = {float(scores[tuple(i)]):.4g}" for i in off.nonzero().tolist()[:3])
     text = NOT_DOT_PRODUCTS_TEXT.format(count=int(off.sum()), factor=sum(factors) / 2, entries=entries)
@@ -290,6 +299,10 @@ def test_scores_scaled(student):
     # the scale is read against the dot products the student meant, or any other product they took
     products = [RAW, Q @ V.T, Q.T @ K, Q @ Q.T]
     readings = [found for raw in products if (found := common_factor(scores, raw)[0]) is not None]
+    # rows moved by a constant keep their scale: read it where the softmax does, on centred rows
+    readings += [
+        found for raw in products if (found := common_factor(centred(scores), centred(raw))[0]) is not None
+    ]
     factors = readings[0] if readings else None
     expect.true(factors is not None, NO_FACTOR_TEXT)
     low, high = factors
