@@ -33,15 +33,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .budget import EXERCISE_FACTOR
-from .i18n import default_lang
+from .i18n import default_lang, say
 from .lms import analytics, gradebook, shard
 from .lms import similarity as similar
-from .lms.intake import Entry, discover, fingerprint
-from .lms.messages import msg
+from .lms.intake import Entry, discover, fingerprint, problem_text
 from .lms.progress import Progress
 from .lms.result import SubmissionResult, possible_score
 from .lms.store import WORK_DIR, ResultStore, StoreBusy, write_atomic
 from .models import ExerciseManifest
+from .options import exercise_option, lang_option
 from .project import Project, UsageError
 from .sandbox import isolation
 from .sandbox.client import Limits
@@ -64,6 +64,10 @@ def batch_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="grade.py batch",
         description="Grade every submission in a folder (one sub-folder or .zip per student); resumable.",
+        parents=[
+            lang_option("language of feedback (default: from the locale)"),
+            exercise_option("grade only this exercise (repeatable)"),
+        ],
     )
     p.add_argument("submissions", type=Path, help="folder with one sub-folder or .zip per student")
     p.add_argument("--out", type=Path, required=True, help="results folder (created; reused to resume)")
@@ -75,16 +79,6 @@ def batch_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--seed", type=int, default=None, help="batch seed (default: random, recorded; reused on resume)"
-    )
-    p.add_argument(
-        "--lang", choices=["zh", "en"], default=None, help="language of feedback (default: from the locale)"
-    )
-    p.add_argument(
-        "--exercise",
-        action="append",
-        default=None,
-        metavar="ID",
-        help="grade only this exercise (repeatable)",
     )
     p.add_argument(
         "--call-seconds",
@@ -310,11 +304,10 @@ def unscored(
 ) -> SubmissionResult:
     """The row of a submission that has no report: `problem`'s sentence says why."""
     manifests = project.load_manifests(s.exercises)
-    return SubmissionResult(
-        student=entry.student, source=entry.source, status=status, problem=problem,
-        reason=msg(problem, **params)(s.lang), seed=s.seed, lang=s.lang,
-        score=0.0, max_score=possible_score(manifests, s.run_hidden),
-        elapsed=elapsed, fingerprint=fingerprint(entry),
+    return SubmissionResult.unscored(
+        status, problem, problem_text(problem, **params), student=entry.student, source=entry.source,
+        seed=s.seed, lang=s.lang, max_score=possible_score(manifests, s.run_hidden), elapsed=elapsed,
+        fingerprint=fingerprint(entry),
     )  # fmt: skip
 
 
@@ -636,11 +629,12 @@ def _run(
     store.write_settings({"settings": settings.as_dict(), "scope": scope, "last_run": run})
     lang = settings.lang
     if status == EXIT_INTERRUPTED:
-        print(msg("log_interrupted", done=done, total=len(entries))(lang), file=sys.stderr)
+        print(say("batch.interrupted", done=done, total=len(entries))(lang), file=sys.stderr)
         return status
-    print(msg("log_done", graded=progress.graded_now, kept=progress.kept, total=len(entries), seconds=seconds,
-              rate=run["rate"])(lang), file=sys.stderr)  # fmt: skip
-    print(msg("log_outputs", gradebook=gradebook_path, report=report_path)(lang), file=sys.stderr)
+    summary = say("batch.done", graded=progress.graded_now, kept=progress.kept, total=len(entries),
+                  seconds=seconds, rate=run["rate"])  # fmt: skip
+    print(summary(lang), file=sys.stderr)
+    print(say("batch.outputs", gradebook=gradebook_path, report=report_path)(lang), file=sys.stderr)
     for job in run["jobs"]:
         print(f"  job {job['job']}: {job['graded']} graded, peak RSS {job['peak_rss_mib']} MiB "
               f"(+ zygote {job['zygote_peak_rss_mib']} MiB)", file=sys.stderr)  # fmt: skip

@@ -151,7 +151,7 @@ class GradingPlugin:
         if report.failed:
             exercise = Path(str(report.nodeid).split("::")[0]).stem.removeprefix("test_")
             detail = str(report.longrepr).strip().splitlines()[-1] if report.longrepr else "?"
-            self.grader_problems[exercise] = say("grader_error", type="collection", message=detail[:500])
+            self.grader_problems[exercise] = say("run.grader_error", type="collection", message=detail[:500])
 
     def pytest_collection_modifyitems(self, session, config, items: list[pytest.Item]) -> None:
         keep, drop = [], []
@@ -163,14 +163,14 @@ class GradingPlugin:
                 continue
             if marker is None or not marker.args:
                 self.grader_problems[manifest.id] = say(
-                    "grader_error", type="grader", message=f"{item.name} has no @check(id) marker"
+                    "run.grader_error", type="grader", message=f"{item.name} has no @check(id) marker"
                 )
                 drop.append(item)
                 continue
             spec = next((c for c in manifest.checks if c.id == marker.args[0]), None)
             if spec is None:
                 self.grader_problems[manifest.id] = say(
-                    "grader_error",
+                    "run.grader_error",
                     type="grader",
                     message=f"{item.name}: check {marker.args[0]!r} is not in the manifest",
                 )
@@ -288,12 +288,12 @@ class GradingPlugin:
             message = str(exc).strip() or "assertion failed"
             return Outcome("failed", Text(zh=message, en=message))
         if isinstance(exc, pytest.skip.Exception):
-            return Outcome("error", say("grader_error", type="skip", message=str(exc)))
+            return Outcome("error", say("run.grader_error", type="skip", message=str(exc)))
         if isinstance(exc, TypeError) and str(exc).endswith("object is not callable"):
             # the submission exported plain data where a function or class is due (`f = (1, 2)`)
             message = str(exc)[:500]
-            return Outcome("failed", say("student_exception", type=type(exc).__name__, message=message))
-        return Outcome("error", say("grader_error", type=type(exc).__name__, message=str(exc)[:500]))
+            return Outcome("failed", say("run.student_exception", type=type(exc).__name__, message=message))
+        return Outcome("error", say("run.grader_error", type=type(exc).__name__, message=str(exc)[:500]))
 
     def pytest_sessionfinish(self, session) -> None:
         if self.session is not None:

@@ -38,7 +38,7 @@ def render_check(manifest: ExerciseManifest, check_id: str, outcome: Outcome, la
         if diag is None:
             outcome = Outcome(
                 "error",
-                say("grader_error", type="grader", message=f"undeclared diagnosis {outcome.diagnosis!r}"),
+                say("run.grader_error", type="grader", message=f"undeclared diagnosis {outcome.diagnosis!r}"),
             )
         else:
             try:
@@ -252,7 +252,7 @@ def build_report(
             outcome = plugin.outcomes.get((manifest.id, spec.id))
             if outcome is None:
                 problem = plugin.grader_problems.get(manifest.id) or say(
-                    "grader_error", type="grader", message=f"no test implements check {spec.id!r}"
+                    "run.grader_error", type="grader", message=f"no test implements check {spec.id!r}"
                 )
                 outcome = Outcome("error", problem)
             checks.append(render_check(manifest, spec.id, outcome, lang))

@@ -76,7 +76,7 @@ def watch(
         from watchfiles import PythonFilter
         from watchfiles import watch as changes_of
     except ImportError as exc:
-        raise WatchUnavailable(say("watch_needs_watchfiles")(lang)) from exc
+        raise WatchUnavailable(say("watch.needs_watchfiles")(lang)) from exc
     from .runner import SessionGrader
     from .sandbox.client import SandboxPool
 
@@ -114,5 +114,5 @@ def watch(
 
 
 def waiting(whole: Report, folder: Path, lang: Lang, terminal: TextIO) -> None:
-    line = say("watch_waiting", score=f"{whole.score:g}", max_score=f"{whole.max_score:g}", folder=folder)
+    line = say("watch.waiting", score=f"{whole.score:g}", max_score=f"{whole.max_score:g}", folder=folder)
     print(line(lang), file=terminal, flush=True)

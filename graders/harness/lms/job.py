@@ -34,10 +34,10 @@ from typing import TYPE_CHECKING
 
 from ..i18n import Lang
 from ..models import ExerciseManifest
+from ..options import exercise_option, lang_option
 from ..project import Project
 from ..sandbox.client import Limits, SandboxPool
-from .intake import Entry, Refusal, require_exercise_files, submission_root, unpack_zip
-from .messages import msg
+from .intake import Entry, Refusal, problem_text, require_exercise_files, submission_root, unpack_zip
 from .pool import BatchPool
 from .result import SubmissionResult, possible_score
 
@@ -93,14 +93,14 @@ def grade_entry(
     start = time.perf_counter()
     manifests = settings.project.load_manifests(settings.exercises)
     ids = [m.id for m in manifests]
-    base = {
-        "student": entry.student, "source": entry.source, "seed": settings.seed, "lang": settings.lang,
-        "max_score": settings.max_score(manifests), "fingerprint": fingerprint,
+    who = {"student": entry.student, "source": entry.source, "fingerprint": fingerprint}
+    unscored = {
+        **who, "seed": settings.seed, "lang": settings.lang, "max_score": settings.max_score(manifests),
     }  # fmt: skip
     try:
         if entry.kind in ("other", "link"):
             problem = "not_submission" if entry.kind == "other" else "link_entry"
-            raise Refusal(problem, msg(problem, source=entry.source))
+            raise Refusal(problem, source=entry.source)
         with tempfile.TemporaryDirectory(prefix="agw-batch-") as tmp:
             if entry.kind == "notebook":  # graded as it is: its cells are read as bytes, like a .py
                 folder = entry.path
@@ -115,22 +115,16 @@ def grade_entry(
                     settings.project, folder, seed=settings.seed, lang=settings.lang,
                     exercises=settings.exercises, pool=pool, run_hidden=settings.run_hidden,
                 )  # fmt: skip
-        report = report.model_copy(update={"submission": entry.source})
-        return SubmissionResult(
-            **{**base, "max_score": report.max_score}, status="graded", score=report.score,
-            elapsed=time.perf_counter() - start, report=report,
-        )  # fmt: skip
+        return SubmissionResult.graded(report, **who, elapsed=time.perf_counter() - start)
     except Refusal as refusal:
-        return SubmissionResult(
-            **base, status="refused", problem=refusal.problem, reason=refusal.text(settings.lang),
-            score=0.0, elapsed=time.perf_counter() - start,
-        )  # fmt: skip
+        return SubmissionResult.unscored(
+            "refused", refusal.problem, refusal.text, **unscored, elapsed=time.perf_counter() - start
+        )
     except Exception as exc:  # the trusted side failed: record it for this submission, keep going
-        reason = msg("grader_failed", detail=f"{type(exc).__name__}: {exc}"[:500])(settings.lang)
-        return SubmissionResult(
-            **base, status="error", problem="grader_failed", reason=reason,
-            score=0.0, elapsed=time.perf_counter() - start,
-        )  # fmt: skip
+        reason = problem_text("grader_failed", detail=f"{type(exc).__name__}: {exc}"[:500])
+        return SubmissionResult.unscored(
+            "error", "grader_failed", reason, **unscored, elapsed=time.perf_counter() - start
+        )
 
 
 def peak_kb(pid: int | None) -> int:
@@ -159,13 +153,13 @@ def _die_with_parent(parent: int) -> None:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m graders.harness.batch --job", description="One batch grading job."
+        prog="python -m graders.harness.batch --job",
+        description="One batch grading job.",
+        parents=[lang_option(required=True), exercise_option()],
     )
     p.add_argument("--job", action="store_true", required=True)
     p.add_argument("--project", type=Path, required=True)
     p.add_argument("--seed", type=int, required=True)
-    p.add_argument("--lang", choices=["zh", "en"], required=True)
-    p.add_argument("--exercise", action="append", default=None)
     p.add_argument("--no-hidden", action="store_true")
     p.add_argument("--call-seconds", type=float, default=None)
     p.add_argument("--parent", type=int, required=True)
