@@ -50,3 +50,14 @@ def test_exercise_and_lang_options_are_defined_once():
         found = calls(option, attribute="add_argument")
         assert set(found) == {"options.py"}, (option, sorted(found))
         assert len(found["options.py"]) == 1, option
+
+
+def test_grading_settings_have_one_type():
+    """What a command line decides (seed, language, exercises, call cap, hidden checks) travels as
+    `settings.Settings`: no module declares its own settings type or carries a cap in a project."""
+    declared = {}
+    for path in HARNESS.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and (node.name.endswith("Settings") or "Capped" in node.name):
+                declared.setdefault(node.name, []).append(str(path.relative_to(HARNESS)))
+    assert declared == {"Settings": ["settings.py"]}

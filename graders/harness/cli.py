@@ -20,10 +20,11 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from .i18n import Lang, Text, default_lang, say
+from .i18n import Lang, Text, say
 from .lms.intake import REPORT_SUFFIX
 from .options import exercise_option, lang_option
 from .project import ManifestError, Project, UsageError, default_project
+from .settings import Settings
 
 EXIT_OK, EXIT_BELOW, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -101,7 +102,8 @@ def cmd_grade(argv: list[str], project: Project) -> int:
     from .runner import grade
 
     args = grade_parser().parse_args(argv)
-    lang = args.lang or default_lang()
+    settings = Settings.from_args(args, project)
+    lang = settings.lang
     one_thread()
     if args.watch and (args.out is not None or args.format != "text" or args.fail_under is not None):
         raise UsageError(say("watch.format")(lang))
@@ -109,19 +111,11 @@ def cmd_grade(argv: list[str], project: Project) -> int:
     if args.watch:
         if folder.is_file():  # a notebook: it is saved as one file, and its last cell grades it
             raise UsageError(f"{folder}: --watch takes a folder of .py files, not a notebook")
-        return cmd_watch(args, project, folder, lang)
+        return cmd_watch(project, folder, settings)
     progress = CheckProgress(sys.stderr.fileno()) if sys.stderr.isatty() else None
     try:
         with interruptible():
-            report = grade(
-                project,
-                folder,
-                seed=args.seed,
-                lang=lang,
-                exercises=args.exercise,
-                run_hidden=project.runs_hidden,
-                progress=progress,
-            )
+            report = grade(project, folder, settings=settings, progress=progress)
     except KeyboardInterrupt:  # the sandbox is already gone (grade's own clean-up); nothing is written
         if progress is not None:
             progress.close()
@@ -170,27 +164,18 @@ def write_html_report(project: Project, folder: Path, report, lang: Lang, notice
     print(say("cli.html_report", path=html)(lang), file=notices)
 
 
-def cmd_watch(args: argparse.Namespace, project: Project, folder: Path, lang: Lang) -> int:
+def cmd_watch(project: Project, folder: Path, settings: Settings) -> int:
     from .lms import render
-    from .runner import new_seed
     from .watch import WatchUnavailable, watch
 
     color = sys.stdout.isatty()
 
     def show(shown, whole, terminal) -> None:
         terminal.write(render(shown, "text", color=color, project=project))
-        write_html_report(project, folder, whole, lang, notices=terminal)
+        write_html_report(project, folder, whole, settings.lang, notices=terminal)
 
     try:
-        watch(
-            project,
-            folder,
-            seed=new_seed() if args.seed is None else args.seed,
-            lang=lang,
-            exercises=args.exercise,
-            run_hidden=project.runs_hidden,
-            show=show,
-        )
+        watch(project, folder, settings, show=show)
     except WatchUnavailable as exc:
         raise UsageError(str(exc)) from exc
     except KeyboardInterrupt:  # how a watch ends

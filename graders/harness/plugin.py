@@ -33,6 +33,7 @@ from .models import ExerciseManifest, Heatmap, StopKind
 from .notebook import NotebookSources
 from .project import Project
 from .sandbox.client import SandboxPool
+from .settings import Settings
 from .source import read_module_source
 from .student import StudentModule, StudentSession
 
@@ -66,12 +67,13 @@ STOPPED_BY: tuple[tuple[type[BaseException], StopKind], ...] = (
 
 @dataclass
 class GradingContext:
+    """One submission being graded: where it is, with which settings, manifests and sandbox."""
+
     project: Project
     submission: Path
     manifests: dict[str, ExerciseManifest]
-    seed: int
+    settings: Settings
     pool: SandboxPool
-    run_hidden: bool = True
     notebooks: NotebookSources | None = None  # where exercises come from notebooks (made on first use)
 
 
@@ -175,7 +177,7 @@ class GradingPlugin:
                     message=f"{item.name}: check {marker.args[0]!r} is not in the manifest",
                 )
                 drop.append(item)
-            elif not spec.runs(self.ctx.run_hidden):
+            elif not spec.runs(self.ctx.settings.run_hidden):
                 drop.append(item)
             else:
                 keep.append(item)
@@ -197,8 +199,8 @@ class GradingPlugin:
             self.session.add(
                 exercise_id,
                 self.ctx.submission / f"{exercise_id}.py",
-                derive_seed(self.ctx.seed, exercise_id, "worker"),
-                call_seconds=manifest.call_seconds,
+                derive_seed(self.ctx.settings.seed, exercise_id, "worker"),
+                call_seconds=self.ctx.settings.call_deadline(manifest),
                 banned=manifest.banned,
                 origin=self.ctx.notebooks.origin(exercise_id),  # None: the file `<id>.py`
             )
@@ -250,7 +252,7 @@ class GradingPlugin:
         """A generator seeded from the report's seed and this check's id (order-independent)."""
         item = self._item
         check_id = _check_id(item) or item.name
-        return torch.Generator().manual_seed(derive_seed(self.ctx.seed, _exercise(item), check_id))
+        return torch.Generator().manual_seed(derive_seed(self.ctx.settings.seed, _exercise(item), check_id))
 
     @pytest.fixture
     def evidence(self) -> Evidence:
