@@ -33,6 +33,6 @@ if __name__ == "__main__":
     except KeyboardInterrupt:  # Ctrl-C while starting, before grading installed its own handler
         from graders.harness.i18n import lang_of, say
 
-        print(say("interrupted")(lang_of(argv)), file=sys.stderr)
+        print(say("cli.interrupted")(lang_of(argv)), file=sys.stderr)
         status = 130
     sys.exit(status)

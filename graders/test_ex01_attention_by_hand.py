@@ -84,7 +84,7 @@ def answer(student, name: str, *, as_meant: bool = False) -> torch.Tensor:
     student wrote, whatever their shape (`answer_shapes` charges a shape)."""
     value = getattr(student, name)
     if value is None:
-        raise StudentNotImplemented(say("not_implemented", name=name))
+        raise StudentNotImplemented(say("check.not_implemented", name=name))
     if isinstance(value, torch.Tensor) and value.dtype in (torch.int8, torch.int16, torch.int32, torch.int64):
         value = value.double()  # whole numbers such as the scores may come as an integer tensor
     wrong_shapes = {"CONTEXT": CONTEXT_SHAPES, "SCORES": SCORES_SHAPES}.get(name, {})

@@ -226,7 +226,7 @@ def own_per_sample(student, outputs, order):
 def test_order_answer(student):
     answer = student.ORDER_CHANGES_CONTEXT
     if answer is None:
-        raise StudentNotImplemented(say("not_implemented", name="ORDER_CHANGES_CONTEXT"))
+        raise StudentNotImplemented(say("check.not_implemented", name="ORDER_CHANGES_CONTEXT"))
     expect.true(type(answer) is bool, NOT_BOOL_TEXT.format(got=repr(answer)[:60]))
     expect.true(answer is False, WRONG_ANSWER_TEXT, "order_answer_wrong")
 

@@ -35,10 +35,11 @@ from test_batch import (
     write_dir,
 )
 
-from graders.harness.batch import BatchFailed, BatchSettings, job_kit
+from graders.harness.batch import BatchFailed, job_kit
 from graders.harness.lms.cluster import GradingPlugin, ProjectMismatch, grade_on_worker, parse_scheduler
 from graders.harness.lms.result import SubmissionResult
 from graders.harness.notebook import new_notebook
+from graders.harness.settings import Settings
 
 EX = "ex02_self_attention"
 pytestmark = pytest.mark.dask
@@ -182,7 +183,7 @@ def test_a_worker_killed_mid_run_costs_nothing(cluster, tmp_path):
 
 def test_a_worker_of_another_project_is_refused(cluster):
     _, client = cluster
-    settings = BatchSettings(seed=1, lang="en", exercises=[EX], call_seconds=1.0, run_hidden=True)
+    settings = Settings(seed=1, lang="en", exercises=[EX], call_seconds=1.0, run_hidden=True)
     budgets = {"watchdog": 60.0, "code": 30.0, "exercise": None}
     name = "autograder-test-refused"
     try:
@@ -220,7 +221,7 @@ def test_a_client_of_another_project_stops_with_the_workers_refusal(cluster, tmp
     subs = make_class(tmp_path, 1)
     store = ResultStore(tmp_path / "out")
     store.open()
-    settings = BatchSettings(seed=1, lang="en", exercises=[EX], call_seconds=1.0, run_hidden=True)
+    settings = Settings(seed=1, lang="en", exercises=[EX], call_seconds=1.0, run_hidden=True)
     progress = Progress(1, 0, io.StringIO(), bar=False)
     dispatcher = ClusterDispatcher(
         cluster[0], PROJECT, job_kit(settings), store, "json", 60.0, progress, 30.0, None

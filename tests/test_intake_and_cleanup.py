@@ -189,6 +189,6 @@ def test_ctrl_c_in_single_mode_stops_at_once_writes_nothing_and_leaves_nothing(t
     assert time.monotonic() - start < 9, "Ctrl-C must stop grading at once"
     assert proc.returncode == 130
     assert out == ""
-    assert err.strip().splitlines() == [say("interrupted")(lang)]
+    assert err.strip().splitlines() == [say("cli.interrupted")(lang)]
     assert not html_report_path(PROJECT, sub).exists()
     assert wait_until(lambda: not leftovers(tmp)), leftovers(tmp)

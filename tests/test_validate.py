@@ -14,7 +14,6 @@ import pytest
 from conftest import EXERCISES, PROJECT
 
 from graders.harness.cli import main
-from graders.harness.i18n import LANGS
 from graders.harness.project import Project
 from graders.harness.scaffold import EXAMPLE_CHECK, EXAMPLE_DIAGNOSIS, SCAFFOLD_MARKER, new_exercise
 from graders.harness.validate import (
@@ -277,12 +276,3 @@ def test_project_exercises_pass_the_static_half(exercise):
     verdict = ExerciseVerdict(exercise)
     static_checks(PROJECT, PROJECT.load_manifest(exercise), verdict)
     assert problems(verdict) == ""
-
-
-def test_messages_exist_in_both_languages():
-    from graders.harness.validate import HEADERS, MESSAGES
-
-    for key, text in MESSAGES.items():
-        for lang in LANGS:
-            assert text(lang).strip(), f"{key} has no {lang} text"
-    assert set(HEADERS) == set(LANGS)

@@ -33,18 +33,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .budget import EXERCISE_FACTOR
-from .i18n import default_lang
+from .i18n import say
 from .lms import analytics, gradebook, shard
 from .lms import similarity as similar
-from .lms.intake import Entry, discover, fingerprint
-from .lms.messages import msg
+from .lms.intake import Entry, discover, fingerprint, problem_text
 from .lms.progress import Progress
 from .lms.result import SubmissionResult, possible_score
 from .lms.store import WORK_DIR, ResultStore, StoreBusy, write_atomic
 from .models import ExerciseManifest
+from .options import exercise_option, lang_option
 from .project import Project, UsageError
 from .sandbox import isolation
 from .sandbox.client import Limits
+from .settings import Settings
 
 CODE_ROOT = Path(__file__).resolve().parents[2]  # the folder that holds the `graders` package
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
@@ -64,6 +65,10 @@ def batch_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="grade.py batch",
         description="Grade every submission in a folder (one sub-folder or .zip per student); resumable.",
+        parents=[
+            lang_option("language of feedback (default: from the locale)"),
+            exercise_option("grade only this exercise (repeatable)"),
+        ],
     )
     p.add_argument("submissions", type=Path, help="folder with one sub-folder or .zip per student")
     p.add_argument("--out", type=Path, required=True, help="results folder (created; reused to resume)")
@@ -75,16 +80,6 @@ def batch_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--seed", type=int, default=None, help="batch seed (default: random, recorded; reused on resume)"
-    )
-    p.add_argument(
-        "--lang", choices=["zh", "en"], default=None, help="language of feedback (default: from the locale)"
-    )
-    p.add_argument(
-        "--exercise",
-        action="append",
-        default=None,
-        metavar="ID",
-        help="grade only this exercise (repeatable)",
     )
     p.add_argument(
         "--call-seconds",
@@ -146,19 +141,7 @@ def batch_parser() -> argparse.ArgumentParser:
 # ---------------------------------------------------------------- settings
 
 
-@dataclass
-class BatchSettings:
-    seed: int
-    lang: str
-    exercises: list[str] | None
-    call_seconds: float | None
-    run_hidden: bool
-
-    def as_dict(self) -> dict:
-        return {k: getattr(self, k) for k in ("seed", "lang", "exercises", "call_seconds", "run_hidden")}
-
-
-def settle(args: argparse.Namespace, stored: dict | None, project: Project) -> BatchSettings:
+def settle(args: argparse.Namespace, stored: dict | None, project: Project) -> Settings:
     """This run's settings: those of the batch being resumed, which flags may not contradict."""
     wanted = {
         "seed": args.seed,
@@ -175,14 +158,8 @@ def settle(args: argparse.Namespace, stored: dict | None, project: Project) -> B
                     f"{args.out}: this batch was started with {flags[key]} {previous.get(key)}; "
                     f"resume it with the same value, or choose another --out"
                 )
-        return BatchSettings(**{k: previous.get(k) for k in wanted}, run_hidden=project.runs_hidden)
-    return BatchSettings(
-        seed=secrets.randbelow(2**31) if args.seed is None else args.seed,
-        lang=args.lang or default_lang(),
-        exercises=args.exercise,
-        call_seconds=args.call_seconds,
-        run_hidden=project.runs_hidden,
-    )
+        return Settings.from_dict({**{k: previous.get(k) for k in wanted}, "run_hidden": project.runs_hidden})
+    return Settings.from_args(args, project)
 
 
 def submission_budget(manifests: list[ExerciseManifest], call_cap: float | None) -> float:
@@ -273,7 +250,7 @@ class Job:
 
 
 def job_command(
-    project_root: Path, s: BatchSettings, work: Path, code_budget: float, exercise_budget: float | None,
+    project_root: Path, s: Settings, work: Path, code_budget: float, exercise_budget: float | None,
     uid_block: int | None,
 ) -> list[str]:  # fmt: skip
     """The command of a job process (`lms/job.py`) grading for this process, which it dies with."""
@@ -306,19 +283,18 @@ def job_env(work: Path) -> dict[str, str]:
 
 
 def unscored(
-    project: Project, s: BatchSettings, entry: Entry, status: str, problem: str, elapsed: float, **params
+    project: Project, s: Settings, entry: Entry, status: str, problem: str, elapsed: float, **params
 ) -> SubmissionResult:
     """The row of a submission that has no report: `problem`'s sentence says why."""
     manifests = project.load_manifests(s.exercises)
-    return SubmissionResult(
-        student=entry.student, source=entry.source, status=status, problem=problem,
-        reason=msg(problem, **params)(s.lang), seed=s.seed, lang=s.lang,
-        score=0.0, max_score=possible_score(manifests, s.run_hidden),
-        elapsed=elapsed, fingerprint=fingerprint(entry),
+    return SubmissionResult.unscored(
+        status, problem, problem_text(problem, **params), student=entry.student, source=entry.source,
+        seed=s.seed, lang=s.lang, max_score=possible_score(manifests, s.run_hidden), elapsed=elapsed,
+        fingerprint=fingerprint(entry),
     )  # fmt: skip
 
 
-def job_kit(settings: BatchSettings):
+def job_kit(settings: Settings):
     """What a Dask batch's workers need of this module (`lms.cluster` imports nothing of it)."""
     from .lms.cluster import JobKit
 
@@ -328,7 +304,7 @@ def job_kit(settings: BatchSettings):
 class Dispatcher:
     """Feeds submissions to N jobs, writes results as they come, replaces jobs that fail."""
 
-    def __init__(self, project: Project, settings: BatchSettings, store: ResultStore, fmt: str, jobs: int,
+    def __init__(self, project: Project, settings: Settings, store: ResultStore, fmt: str, jobs: int,
                  budget: float, progress: Progress, code_budget: float | None = None,
                  exercise_budget: float | None = None) -> None:  # fmt: skip
         self.project, self.settings, self.store, self.fmt = project, settings, store, fmt
@@ -455,7 +431,7 @@ class Dispatcher:
 
 
 def plan(
-    entries: list[Entry], store: ResultStore, settings: BatchSettings, fmt: str, retry_errors: bool
+    entries: list[Entry], store: ResultStore, settings: Settings, fmt: str, retry_errors: bool
 ) -> list[Entry]:
     """The submissions still to grade; finished ones get their per-format file if it is missing."""
     todo = []
@@ -472,14 +448,14 @@ def plan(
 
 
 def write_summaries(
-    entries: list[Entry], store: ResultStore, settings: BatchSettings, project: Project
+    entries: list[Entry], store: ResultStore, settings: Settings, project: Project
 ) -> tuple[Path, Path]:
     results = [r for e in entries if (r := store.load(e.student)) is not None]
     return write_class_files(results, store.root, settings, project)
 
 
 def write_class_files(
-    results: list[SubmissionResult], root: Path, settings: BatchSettings, project: Project
+    results: list[SubmissionResult], root: Path, settings: Settings, project: Project
 ) -> tuple[Path, Path]:
     """The gradebook, analytics and class report of `results` (in the submissions folder's order),
     with the similarity report if `root` holds one."""
@@ -507,7 +483,7 @@ def cmd_merge(argv: list[str], project: Project) -> int:
         raise UsageError(str(exc)) from None
     try:
         shard.write_merged(store, folders, results, formats)
-        settings = BatchSettings(**folders[0].settings)
+        settings = Settings.from_dict(folders[0].settings)
         paths = write_class_files([r for _, r, _, _ in results], args.out, settings, project)
     finally:
         store.close()
@@ -636,11 +612,12 @@ def _run(
     store.write_settings({"settings": settings.as_dict(), "scope": scope, "last_run": run})
     lang = settings.lang
     if status == EXIT_INTERRUPTED:
-        print(msg("log_interrupted", done=done, total=len(entries))(lang), file=sys.stderr)
+        print(say("batch.interrupted", done=done, total=len(entries))(lang), file=sys.stderr)
         return status
-    print(msg("log_done", graded=progress.graded_now, kept=progress.kept, total=len(entries), seconds=seconds,
-              rate=run["rate"])(lang), file=sys.stderr)  # fmt: skip
-    print(msg("log_outputs", gradebook=gradebook_path, report=report_path)(lang), file=sys.stderr)
+    summary = say("batch.done", graded=progress.graded_now, kept=progress.kept, total=len(entries),
+                  seconds=seconds, rate=run["rate"])  # fmt: skip
+    print(summary(lang), file=sys.stderr)
+    print(say("batch.outputs", gradebook=gradebook_path, report=report_path)(lang), file=sys.stderr)
     for job in run["jobs"]:
         print(f"  job {job['job']}: {job['graded']} graded, peak RSS {job['peak_rss_mib']} MiB "
               f"(+ zygote {job['zygote_peak_rss_mib']} MiB)", file=sys.stderr)  # fmt: skip
@@ -674,7 +651,7 @@ def cmd_similarity(argv: list[str], project: Project) -> int:
     stored = store.read_settings()
     if not stored or "settings" not in stored:
         raise UsageError(f"{args.out}: not the results folder of a batch (run grade.py batch first)")
-    settings = BatchSettings(**stored["settings"])
+    settings = Settings.from_dict(stored["settings"])
     try:
         similar._copydetect()
         store.open()

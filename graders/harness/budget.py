@@ -54,13 +54,13 @@ class SubmissionClock:
         must not run (its code timed out before, or a budget is spent)."""
         clock = self.exercises[exercise]
         if code and code in clock.timed_out:
-            raise StudentTimeout(say("not_run_timed_out", name=code))
+            raise StudentTimeout(say("run.not_run_timed_out", name=code))
         left = clock.seconds - clock.spent
         if left <= 0:
-            raise StudentTimeout(say("budget_spent_exercise", seconds=clock.seconds))
+            raise StudentTimeout(say("run.budget_spent_exercise", seconds=clock.seconds))
         if self.seconds is not None:
             if self.seconds - self.spent <= 0:
-                raise StudentTimeout(say("budget_spent_submission", seconds=self.seconds))
+                raise StudentTimeout(say("run.budget_spent_submission", seconds=self.seconds))
             left = min(left, self.seconds - self.spent)
         return min(call_seconds, left)
 

@@ -15,8 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .distribution import DistributionError, write_distribution
-from .i18n import LANGS, default_lang
+from .i18n import default_lang
 from .lms.gradescope_build import write_gradescope_zip
+from .options import exercise_option, lang_option
 from .project import Project
 
 Builder = Callable[[Project, Path, "list[str] | None"], list[Path]]
@@ -35,18 +36,15 @@ def cmd_build(argv: list[str], project: Project) -> int:
         description="Write a distribution of this course: student (statements, stubs, visible checks, "
         "harness; no reference, no hidden check), autograder (everything an LMS needs to grade) or "
         "gradescope (a Gradescope autograder zip).",
+        parents=[exercise_option(), lang_option("language of the notebooks")],
     )
     parser.add_argument("kind", choices=sorted(BUILDERS), help="which distribution")
     parser.add_argument("dest", type=Path, help="a new or empty folder")
-    parser.add_argument(
-        "--exercise", action="append", default=None, metavar="ID", help="only this exercise (repeatable)"
-    )
     parser.add_argument(
         "--notebook",
         action="store_true",
         help="student build: also a Jupyter notebook per exercise (notebooks/<id>.ipynb) that grades itself",
     )
-    parser.add_argument("--lang", choices=list(LANGS), default=None, help="language of the notebooks")
     args = parser.parse_args(argv)
     if args.notebook and args.kind != "student":
         parser.error("--notebook goes with the student build")

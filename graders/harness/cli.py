@@ -20,32 +20,22 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from .i18n import Lang, Text, default_lang, say
+from .i18n import Lang, Text, say
 from .lms.intake import REPORT_SUFFIX
+from .options import exercise_option, lang_option
 from .project import ManifestError, Project, UsageError, default_project
+from .settings import Settings
 
 EXIT_OK, EXIT_BELOW, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
-
-
-def add_grading_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--lang", choices=["zh", "en"], default=None, help="report language (default: from the locale)"
-    )
-    parser.add_argument(
-        "--seed", type=int, default=None, help="seed for the check inputs (default: random, printed)"
-    )
-    parser.add_argument(
-        "--exercise",
-        action="append",
-        default=None,
-        metavar="ID",
-        help="grade only this exercise (repeatable)",
-    )
 
 
 def grade_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="grade.py",
+        parents=[
+            lang_option("report language (default: from the locale)"),
+            exercise_option("grade only this exercise (repeatable)"),
+        ],
         description="Grade a submission of this course's exercises in a sandbox and print a scored report.",
         epilog="Other commands: schema, validate, new, build, batch, merge, similarity "
         "(python grade.py COMMAND --help).",
@@ -67,7 +57,9 @@ def grade_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="keep running: regrade each exercise when its file is saved (needs watchfiles)",
     )
-    add_grading_options(parser)
+    parser.add_argument(
+        "--seed", type=int, default=None, help="seed for the check inputs (default: random, printed)"
+    )
     return parser
 
 
@@ -77,7 +69,7 @@ def prepare_submission(project: Project, path: str | None, notice: Callable[[Tex
         folder = project.root / "submission"
         if not folder.exists():
             shutil.copytree(project.root / "student_template", folder)
-            notice(say("notice_created", folder=folder))
+            notice(say("cli.created", folder=folder))
         else:
             add_missing_stubs(project, folder, notice)
         return folder
@@ -101,7 +93,7 @@ def add_missing_stubs(project: Project, folder: Path, notice: Callable[[Text], N
             shutil.copyfile(stub, mine)
             added.append(mine.name)
     if added:
-        notice(say("notice_added", files=", ".join(added), folder=folder))
+        notice(say("cli.added", files=", ".join(added), folder=folder))
 
 
 def cmd_grade(argv: list[str], project: Project) -> int:
@@ -110,37 +102,30 @@ def cmd_grade(argv: list[str], project: Project) -> int:
     from .runner import grade
 
     args = grade_parser().parse_args(argv)
-    lang = args.lang or default_lang()
+    settings = Settings.from_args(args, project)
+    lang = settings.lang
     one_thread()
     if args.watch and (args.out is not None or args.format != "text" or args.fail_under is not None):
-        raise UsageError(say("watch_format")(lang))
+        raise UsageError(say("watch.format")(lang))
     folder = prepare_submission(project, args.path, lambda text: print(text(lang), file=sys.stderr))
     if args.watch:
         if folder.is_file():  # a notebook: it is saved as one file, and its last cell grades it
             raise UsageError(f"{folder}: --watch takes a folder of .py files, not a notebook")
-        return cmd_watch(args, project, folder, lang)
+        return cmd_watch(project, folder, settings)
     progress = CheckProgress(sys.stderr.fileno()) if sys.stderr.isatty() else None
     try:
         with interruptible():
-            report = grade(
-                project,
-                folder,
-                seed=args.seed,
-                lang=lang,
-                exercises=args.exercise,
-                run_hidden=project.runs_hidden,
-                progress=progress,
-            )
+            report = grade(project, folder, settings=settings, progress=progress)
     except KeyboardInterrupt:  # the sandbox is already gone (grade's own clean-up); nothing is written
         if progress is not None:
             progress.close()
-        print(say("interrupted")(lang), file=sys.stderr)
+        print(say("cli.interrupted")(lang), file=sys.stderr)
         return EXIT_INTERRUPTED
     if progress is not None:
         progress.close()
     if args.out is not None:
         args.out.write_text(render(report, args.format, project=project), encoding="utf-8")
-        print(say("notice_report_written", path=args.out)(lang), file=sys.stderr)
+        print(say("cli.report_written", path=args.out)(lang), file=sys.stderr)
     else:
         color = args.format == "text" and sys.stdout.isatty()
         sys.stdout.write(render(report, args.format, color=color, project=project))
@@ -174,32 +159,23 @@ def write_html_report(project: Project, folder: Path, report, lang: Lang, notice
         html.parent.mkdir(exist_ok=True)
         html.write_text(render(report, "html", project=project), encoding="utf-8")
     except OSError as exc:  # a read-only course folder: the terminal report stands alone
-        print(say("notice_html_not_written", path=html, problem=exc.strerror)(lang), file=notices)
+        print(say("cli.html_not_written", path=html, problem=exc.strerror)(lang), file=notices)
         return
-    print(say("notice_html_report", path=html)(lang), file=notices)
+    print(say("cli.html_report", path=html)(lang), file=notices)
 
 
-def cmd_watch(args: argparse.Namespace, project: Project, folder: Path, lang: Lang) -> int:
+def cmd_watch(project: Project, folder: Path, settings: Settings) -> int:
     from .lms import render
-    from .runner import new_seed
     from .watch import WatchUnavailable, watch
 
     color = sys.stdout.isatty()
 
     def show(shown, whole, terminal) -> None:
         terminal.write(render(shown, "text", color=color, project=project))
-        write_html_report(project, folder, whole, lang, notices=terminal)
+        write_html_report(project, folder, whole, settings.lang, notices=terminal)
 
     try:
-        watch(
-            project,
-            folder,
-            seed=new_seed() if args.seed is None else args.seed,
-            lang=lang,
-            exercises=args.exercise,
-            run_hidden=project.runs_hidden,
-            show=show,
-        )
+        watch(project, folder, settings, show=show)
     except WatchUnavailable as exc:
         raise UsageError(str(exc)) from exc
     except KeyboardInterrupt:  # how a watch ends

@@ -39,9 +39,9 @@ class StudentCodeError(StudentFault):
     def __init__(
         self, type_name: str, message: str, traceback: str = "", where: str = "", call: str = ""
     ) -> None:
-        extra = [say("exception_where", where=where)] if where else []
-        extra += [say("exception_call", call=call)] if call else []
-        super().__init__(say("student_exception", type=type_name, message=message).lines(*extra))
+        extra = [say("run.exception_where", where=where)] if where else []
+        extra += [say("run.exception_call", call=call)] if call else []
+        super().__init__(say("run.student_exception", type=type_name, message=message).lines(*extra))
         self.type_name = type_name
         self.message = message
         self.where = where

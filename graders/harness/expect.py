@@ -66,22 +66,22 @@ def tensor(
         try:
             got = torch.as_tensor(np.asarray(got, dtype=np.float64))
         except (TypeError, ValueError):
-            fail(say("not_tensor", name=name, got=_describe(got)))
+            fail(say("check.not_tensor", name=name, got=_describe(got)))
     if not isinstance(got, torch.Tensor):
         stacked = isinstance(got, (list, tuple)) and got and all(isinstance(t, torch.Tensor) for t in got)
         fail(
-            say("not_tensor", name=name, got=_describe(got)),
+            say("check.not_tensor", name=name, got=_describe(got)),
             "list_of_tensors" if stacked else None,
             name=name,
         )
     if not got.is_floating_point():
-        fail(say("not_real", name=name, dtype=str(got.dtype).replace("torch.", "")))
+        fail(say("check.not_real", name=name, dtype=str(got.dtype).replace("torch.", "")))
     if shape is not None and tuple(got.shape) != tuple(shape):
         named = [
             d for d, wrong in (shape_variants or {}).items()
             if tuple(got.shape) in ([tuple(w) for w in wrong] if isinstance(wrong, list) else [tuple(wrong)])
         ]  # fmt: skip
-        text = say("shape", name=name, expected=tuple(shape), got=tuple(got.shape))
+        text = say("check.shape", name=name, expected=tuple(shape), got=tuple(got.shape))
         if named:
             fail(text, named[0])
         layout = layout_mistake(tuple(got.shape), tuple(shape))
@@ -125,7 +125,7 @@ def _require_finite(got: torch.Tensor, name: str, variants: Mapping[str, Variant
     bad = ~torch.isfinite(got.detach())
     if bool(bad.any()):
         index = bad.nonzero()
-        text = say("not_finite", name=name, count=int(index.shape[0]), index=tuple(index[0].tolist()))
+        text = say("check.not_finite", name=name, count=int(index.shape[0]), index=tuple(index[0].tolist()))
         fail(text, find_variant(got, variants, rtol, atol))
     return got
 
@@ -233,10 +233,10 @@ def close(
     shapes = {tuple(c.shape) for c in candidates}
     if isinstance(got, torch.Tensor) and got.is_floating_point() and tuple(got.shape) not in shapes:
         diagnosis = find_variant(got, variants, rtol, atol, joint)  # e.g. a transposed output
-        fail(say("shape", name=name, expected=tuple(expected.shape), got=tuple(got.shape)), diagnosis)
+        fail(say("check.shape", name=name, expected=tuple(expected.shape), got=tuple(got.shape)), diagnosis)
     got = tensor(got, name, convert=convert, finite=False)
     if tuple(got.shape) not in shapes:  # a converted list of another shape
-        fail(say("shape", name=name, expected=tuple(expected.shape), got=tuple(got.shape)))
+        fail(say("check.shape", name=name, expected=tuple(expected.shape), got=tuple(got.shape)))
     fits = [(error_ratio(got, c, rtol, atol), i) for i, c in enumerate(candidates)]
     if min(fits)[0] <= 1.0 and bool(torch.isfinite(got).all()):
         return got
@@ -282,7 +282,7 @@ def same_as_own(got, own: torch.Tensor, name: str, rtol: float = 1e-5, atol: flo
     same = torch.isnan(got) == torch.isnan(own)
     if not bool(same.all()):
         index = tuple((~same).nonzero()[0].tolist())
-        fail(say("values", name=name, err=float("nan"), index=index, got=float(got.double()[index]),
+        fail(say("check.values", name=name, err=float("nan"), index=index, got=float(got.double()[index]),
                  expected=float(own.double()[index])))  # fmt: skip
     fail(_mismatch(got.nan_to_num(0.0), own.nan_to_num(0.0), name, True, rtol, atol))
 
@@ -294,17 +294,17 @@ def _mismatch(
     finite = torch.isfinite(got)
     if not bool(finite.all()):
         bad = (~finite).nonzero()
-        return say("not_finite", name=name, count=int(bad.shape[0]), index=tuple(bad[0].tolist()))
+        return say("check.not_finite", name=name, count=int(bad.shape[0]), index=tuple(bad[0].tolist()))
     diff = (got.double() - expected.double()).abs()
     index = tuple(int(i) for i in np.unravel_index(int(diff.argmax()), diff.shape)) if diff.numel() else ()
     if reveal:
         return say(
-            "values", name=name, err=float(diff.max()), index=index,
+            "check.values", name=name, err=float(diff.max()), index=index,
             got=float(got.double()[index]), expected=float(expected.double()[index]),
         )  # fmt: skip
     wrong = int((diff > atol + rtol * expected.double().abs()).sum())
     return say(
-        "values_hidden",
+        "check.values_hidden",
         name=name,
         count=wrong,
         total=diff.numel(),
@@ -326,7 +326,7 @@ def responds(first: torch.Tensor, second: torch.Tensor, name: str) -> None:
     """Fail unless two outputs for different inputs differ: a property check judges an answer, and
     an output that ignores its input (a constant, all NaN) is none, however well it behaves."""
     if largest_difference(first, second) == 0.0:
-        fail(say("constant_output", name=name))
+        fail(say("check.constant_output", name=name))
 
 
 def batch_independent(
@@ -341,7 +341,7 @@ def batch_independent(
     """
     base = tensor(forward(x), name, finite=False)
     if base.dim() == 0 or base.shape[0] != x.shape[0]:
-        fail(say("batch_first", name=name, batch=x.shape[0], shape=tuple(base.shape)))
+        fail(say("check.batch_first", name=name, batch=x.shape[0], shape=tuple(base.shape)))
     for changed in (0, x.shape[0] - 1):
         moved_x = x.clone()
         moved_x[changed] = torch.randn(x.shape[1:], generator=rng, dtype=x.dtype)
@@ -350,13 +350,17 @@ def batch_independent(
         others = [i for i in range(x.shape[0]) if i != changed]
         err = largest_difference(moved[others], base[others])
         bound = 1e-5 * max(1.0, float(base.detach().abs().nan_to_num(0.0).max()))
-        true(err <= bound, say("batch_mixed", name=name, changed=changed, err=err), "batch_elements_mixed")
+        true(
+            err <= bound,
+            say("check.batch_mixed", name=name, changed=changed, err=err),
+            "batch_elements_mixed",
+        )
 
 
 def unpack(got, count: int, name: str) -> tuple:
     """`got` as a tuple of exactly `count` items (a function that should return several values)."""
     if not isinstance(got, (tuple, list)) or len(got) != count:
-        fail(say("not_tuple", name=name, count=count, got=_describe(got)))
+        fail(say("check.not_tuple", name=name, count=count, got=_describe(got)))
     return tuple(got)
 
 
@@ -374,12 +378,12 @@ def pair_in_order(
     """`got` unpacked as a pair, failing (diagnosis `outputs_swapped`) when its two outputs come
     back in the other order: each has the shape the other should have."""
     if isinstance(got, torch.Tensor) and tuple(got.shape) == tuple(shapes[0]):
-        fail(say("not_tuple", name=name, count=2, got=_describe(got)), "returns_one_output",
+        fail(say("check.not_tuple", name=name, count=2, got=_describe(got)), "returns_one_output",
              first=names[0], second=names[1])  # fmt: skip
     first, second = unpack(got, 2, name)
     read = pair_as_meant(got, name, shapes)
     if read[0] is second and read[1] is first and first is not second:
-        fail(say("outputs_order", name=name, first=names[0], second=names[1]), "outputs_swapped",
+        fail(say("check.outputs_order", name=name, first=names[0], second=names[1]), "outputs_swapped",
              first=names[0], second=names[1])  # fmt: skip
     return first, second
 
@@ -448,7 +452,7 @@ def _remote(obj):
     from .student import RemoteObject
 
     if not isinstance(obj, RemoteObject):
-        raise CheckFailed(say("not_code", got=type(obj).__name__))
+        raise CheckFailed(say("check.not_code", got=type(obj).__name__))
     return obj
 
 
@@ -638,7 +642,7 @@ def gradients_match_forward(
                 fail(IGNORED_INPUT.format(name=name, autograd=autograd), "given_value_ignored")
             fail(wrong.format(name=name, numeric=numeric, autograd=autograd), diagnosis)
     if largest == 0.0:  # a forward pass that depends on none of its inputs has no graph to judge
-        fail(say("constant_output", name="output"))
+        fail(say("check.constant_output", name="output"))
 
 
 # ---------------------------------------------------------------- the built-by-hand rule

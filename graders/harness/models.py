@@ -125,7 +125,7 @@ class CheckResult(_Strict):
 
     def diagnosis_sentence(self, lang: Lang) -> str:
         """The diagnosis and where the statement explains it, as one line of plain text."""
-        see = say("see_statement", section=self.section)(lang) if self.section else ""
+        see = say("report.see_statement", section=self.section)(lang) if self.section else ""
         return " ".join(part for part in (self.diagnosis_message or "", see) if part)
 
 

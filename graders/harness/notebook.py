@@ -34,7 +34,7 @@ from pathlib import Path
 
 from . import inert
 from .errors import SubmissionFileError
-from .i18n import Text
+from .i18n import say
 from .source import read_submission_file
 
 SUFFIX = ".ipynb"
@@ -42,49 +42,9 @@ MAX_NOTEBOOK_BYTES = 16 << 20  # stored outputs (images) make notebooks large; t
 MAX_CODE_BYTES = 1 << 20  # the code taken out of it: the cap of a `.py` file
 MAX_CELLS = 5000
 
-MESSAGES = {
-    "nb_not_json": Text(
-        zh="笔记本 {file} 不是有效的 JSON（{detail}），无法读取其中的代码。",
-        en="The notebook {file} is not valid JSON ({detail}); its code cannot be read.",
-    ),
-    "nb_not_notebook": Text(
-        zh="{file} 不是 Jupyter 笔记本：{detail}。",
-        en="{file} is not a Jupyter notebook: {detail}.",
-    ),
-    "nb_too_large": Text(
-        zh="笔记本 {file} 太大（超过 {cap} 字节）。请清除输出（Kernel → Restart & Clear Output）后再提交。",
-        en="The notebook {file} is too large (over {cap} bytes). Clear its outputs "
-        "(Kernel → Restart & Clear Output) and submit it again.",
-    ),
-    "nb_code_too_large": Text(
-        zh="笔记本 {file} 中练习 {exercise} 的代码超过 {cap} 字节。",
-        en="The code of exercise {exercise} in the notebook {file} is over {cap} bytes.",
-    ),
-    "nb_no_tagged_cell": Text(
-        zh="笔记本 {file} 中没有标记为 {exercise} 的代码单元格：请把这道练习的代码单元格加上标签 "
-        '{exercise}（单元格元数据中的 "tags"；在 Jupyter 中：View → Cell Toolbar → Tags）。',
-        en="The notebook {file} has no code cell tagged {exercise}: tag the code cells of this exercise "
-        'with {exercise} (the cell metadata\'s "tags"; in Jupyter: View → Cell Toolbar → Tags).',
-    ),
-    "nb_no_code": Text(
-        zh="笔记本 {file} 中没有可评分的代码单元格。",
-        en="The notebook {file} has no code cell to grade.",
-    ),
-    "nb_ambiguous": Text(
-        zh="练习 {exercise} 的单元格同时出现在笔记本 {files} 中：只保留一个笔记本里的标签。",
-        en="Cells tagged {exercise} are in more than one notebook ({files}): "
-        "keep the tag in one notebook only.",
-    ),
-    "nb_no_nbformat": Text(
-        zh="无法读取笔记本 {file}：评分程序缺少 nbformat 包（pip install nbformat）。这不是你的问题。",
-        en="The notebook {file} cannot be read: the grader lacks the nbformat package (pip install "
-        "nbformat). Not your fault.",
-    ),
-}
-
 
 def _fault(key: str, **params) -> SubmissionFileError:
-    return SubmissionFileError(MESSAGES[key].format(**params))
+    return SubmissionFileError(say(key, **params))
 
 
 @dataclass(frozen=True)
@@ -115,27 +75,37 @@ class Notebook:
 def parse_notebook(data: bytes, name: str) -> Notebook:
     """The cells of the notebook `data` (file `name`), or `SubmissionFileError` saying what is wrong."""
     if len(data) > MAX_NOTEBOOK_BYTES:
-        raise _fault("nb_too_large", file=name, cap=MAX_NOTEBOOK_BYTES)
+        raise _fault("submission.notebook.too_large", file=name, cap=MAX_NOTEBOOK_BYTES)
     try:
         import nbformat
     except ImportError:
-        raise _fault("nb_no_nbformat", file=name) from None
+        raise _fault("submission.notebook.no_nbformat", file=name) from None
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise _fault("nb_not_json", file=name, detail=f"not UTF-8 text at byte {exc.start}") from None
+        raise _fault(
+            "submission.notebook.not_json", file=name, detail=f"not UTF-8 text at byte {exc.start}"
+        ) from None
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
         raise _fault(
-            "nb_not_json", file=name, detail=f"line {exc.lineno}, column {exc.colno}: {exc.msg}"
+            "submission.notebook.not_json",
+            file=name,
+            detail=f"line {exc.lineno}, column {exc.colno}: {exc.msg}",
         ) from None
     except RecursionError:
-        raise _fault("nb_not_json", file=name, detail="nested too deeply") from None
+        raise _fault("submission.notebook.not_json", file=name, detail="nested too deeply") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("nbformat"), int):
-        raise _fault("nb_not_notebook", file=name, detail='no "nbformat" version at its top level')
+        raise _fault(
+            "submission.notebook.not_notebook", file=name, detail='no "nbformat" version at its top level'
+        )
     if raw["nbformat"] not in (3, 4):
-        raise _fault("nb_not_notebook", file=name, detail=f"unsupported format version {raw['nbformat']}")
+        raise _fault(
+            "submission.notebook.not_notebook",
+            file=name,
+            detail=f"unsupported format version {raw['nbformat']}",
+        )
     try:
         nb = nbformat.reader.reads(text)  # nbformat.reads would log its validation errors: said below
         nb = nbformat.convert(nb, 4)
@@ -143,15 +113,15 @@ def parse_notebook(data: bytes, name: str) -> Notebook:
     except nbformat.ValidationError as exc:
         detail = str(getattr(exc, "message", exc)).splitlines()[0][:200]
         raise _fault(
-            "nb_not_notebook", file=name, detail=f"it does not follow the format ({detail})"
+            "submission.notebook.not_notebook", file=name, detail=f"it does not follow the format ({detail})"
         ) from None
     except (nbformat.reader.NotJSONError, nbformat.NBFormatError) as exc:
-        raise _fault("nb_not_notebook", file=name, detail=str(exc)[:200]) from None
+        raise _fault("submission.notebook.not_notebook", file=name, detail=str(exc)[:200]) from None
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
         detail = f"{type(exc).__name__}: {str(exc)[:200]}"
-        raise _fault("nb_not_notebook", file=name, detail=detail) from None
+        raise _fault("submission.notebook.not_notebook", file=name, detail=detail) from None
     if len(nb.cells) > MAX_CELLS:
-        raise _fault("nb_not_notebook", file=name, detail=f"more than {MAX_CELLS} cells")
+        raise _fault("submission.notebook.not_notebook", file=name, detail=f"more than {MAX_CELLS} cells")
     cells = []
     for number, cell in enumerate(nb.cells, 1):
         tags = cell.get("metadata", {}).get("tags", [])
@@ -257,7 +227,9 @@ def extract(notebook: Notebook, exercise_id: str, cells: list[Cell]) -> Extracte
         lines.append((cell.number, len(cell_lines) + 1))
     source = "\n".join(out).encode("utf-8", "surrogatepass")
     if len(source) > MAX_CODE_BYTES:
-        raise _fault("nb_code_too_large", file=notebook.name, exercise=exercise_id, cap=MAX_CODE_BYTES)
+        raise _fault(
+            "submission.notebook.code_too_large", file=notebook.name, exercise=exercise_id, cap=MAX_CODE_BYTES
+        )
     return Extracted(notebook.name, exercise_id, source, lines, used)
 
 
@@ -341,13 +313,21 @@ class NotebookSources:
             nb = self._checked(path)
             cells = nb.tagged(exercise_id) or ([] if nb.tags_any(self.exercise_ids) else nb.code_cells())
             if not cells:
-                key = "nb_no_tagged_cell" if nb.tags_any(self.exercise_ids) else "nb_no_code"
+                key = (
+                    "submission.notebook.no_tagged_cell"
+                    if nb.tags_any(self.exercise_ids)
+                    else "submission.notebook.no_code"
+                )
                 raise _fault(key, file=nb.name, exercise=exercise_id)
             return extract(nb, exercise_id, cells)
         parsed = [self._notebook(p) for p in others]
         found = [nb for nb in parsed if isinstance(nb, Notebook) and nb.tagged(exercise_id)]
         if len(found) > 1:
-            raise _fault("nb_ambiguous", exercise=exercise_id, files=", ".join(nb.name for nb in found))
+            raise _fault(
+                "submission.notebook.ambiguous",
+                exercise=exercise_id,
+                files=", ".join(nb.name for nb in found),
+            )
         if found:
             return extract(found[0], exercise_id, found[0].tagged(exercise_id))
         for nb in parsed:  # a notebook that cannot be read is named before anything else is said
@@ -357,9 +337,13 @@ class NotebookSources:
             return None  # .py files, and notebooks that tag nothing for this exercise: its file is missing
         if len(parsed) == 1 and not parsed[0].tags_any(self.exercise_ids):  # one untagged notebook
             if not parsed[0].code_cells():
-                raise _fault("nb_no_code", file=parsed[0].name)
+                raise _fault("submission.notebook.no_code", file=parsed[0].name)
             return extract(parsed[0], exercise_id, parsed[0].code_cells())
-        raise _fault("nb_no_tagged_cell", file=", ".join(nb.name for nb in parsed), exercise=exercise_id)
+        raise _fault(
+            "submission.notebook.no_tagged_cell",
+            file=", ".join(nb.name for nb in parsed),
+            exercise=exercise_id,
+        )
 
     def _checked(self, path: Path) -> Notebook:
         nb = self._notebook(path)

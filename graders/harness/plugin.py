@@ -33,6 +33,7 @@ from .models import ExerciseManifest, Heatmap, StopKind
 from .notebook import NotebookSources
 from .project import Project
 from .sandbox.client import SandboxPool
+from .settings import Settings
 from .source import read_module_source
 from .student import StudentModule, StudentSession
 
@@ -66,12 +67,13 @@ STOPPED_BY: tuple[tuple[type[BaseException], StopKind], ...] = (
 
 @dataclass
 class GradingContext:
+    """One submission being graded: where it is, with which settings, manifests and sandbox."""
+
     project: Project
     submission: Path
     manifests: dict[str, ExerciseManifest]
-    seed: int
+    settings: Settings
     pool: SandboxPool
-    run_hidden: bool = True
     notebooks: NotebookSources | None = None  # where exercises come from notebooks (made on first use)
 
 
@@ -151,7 +153,7 @@ class GradingPlugin:
         if report.failed:
             exercise = Path(str(report.nodeid).split("::")[0]).stem.removeprefix("test_")
             detail = str(report.longrepr).strip().splitlines()[-1] if report.longrepr else "?"
-            self.grader_problems[exercise] = say("grader_error", type="collection", message=detail[:500])
+            self.grader_problems[exercise] = say("run.grader_error", type="collection", message=detail[:500])
 
     def pytest_collection_modifyitems(self, session, config, items: list[pytest.Item]) -> None:
         keep, drop = [], []
@@ -163,19 +165,19 @@ class GradingPlugin:
                 continue
             if marker is None or not marker.args:
                 self.grader_problems[manifest.id] = say(
-                    "grader_error", type="grader", message=f"{item.name} has no @check(id) marker"
+                    "run.grader_error", type="grader", message=f"{item.name} has no @check(id) marker"
                 )
                 drop.append(item)
                 continue
             spec = next((c for c in manifest.checks if c.id == marker.args[0]), None)
             if spec is None:
                 self.grader_problems[manifest.id] = say(
-                    "grader_error",
+                    "run.grader_error",
                     type="grader",
                     message=f"{item.name}: check {marker.args[0]!r} is not in the manifest",
                 )
                 drop.append(item)
-            elif not spec.runs(self.ctx.run_hidden):
+            elif not spec.runs(self.ctx.settings.run_hidden):
                 drop.append(item)
             else:
                 keep.append(item)
@@ -197,8 +199,8 @@ class GradingPlugin:
             self.session.add(
                 exercise_id,
                 self.ctx.submission / f"{exercise_id}.py",
-                derive_seed(self.ctx.seed, exercise_id, "worker"),
-                call_seconds=manifest.call_seconds,
+                derive_seed(self.ctx.settings.seed, exercise_id, "worker"),
+                call_seconds=self.ctx.settings.call_deadline(manifest),
                 banned=manifest.banned,
                 origin=self.ctx.notebooks.origin(exercise_id),  # None: the file `<id>.py`
             )
@@ -250,7 +252,7 @@ class GradingPlugin:
         """A generator seeded from the report's seed and this check's id (order-independent)."""
         item = self._item
         check_id = _check_id(item) or item.name
-        return torch.Generator().manual_seed(derive_seed(self.ctx.seed, _exercise(item), check_id))
+        return torch.Generator().manual_seed(derive_seed(self.ctx.settings.seed, _exercise(item), check_id))
 
     @pytest.fixture
     def evidence(self) -> Evidence:
@@ -288,12 +290,12 @@ class GradingPlugin:
             message = str(exc).strip() or "assertion failed"
             return Outcome("failed", Text(zh=message, en=message))
         if isinstance(exc, pytest.skip.Exception):
-            return Outcome("error", say("grader_error", type="skip", message=str(exc)))
+            return Outcome("error", say("run.grader_error", type="skip", message=str(exc)))
         if isinstance(exc, TypeError) and str(exc).endswith("object is not callable"):
             # the submission exported plain data where a function or class is due (`f = (1, 2)`)
             message = str(exc)[:500]
-            return Outcome("failed", say("student_exception", type=type(exc).__name__, message=message))
-        return Outcome("error", say("grader_error", type=type(exc).__name__, message=str(exc)[:500]))
+            return Outcome("failed", say("run.student_exception", type=type(exc).__name__, message=message))
+        return Outcome("error", say("run.grader_error", type=type(exc).__name__, message=str(exc)[:500]))
 
     def pytest_sessionfinish(self, session) -> None:
         if self.session is not None:

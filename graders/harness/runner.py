@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import secrets
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,12 +21,9 @@ from .models import Cause, CheckResult, ExerciseManifest, ExerciseResult, Report
 from .plugin import GradingContext, GradingPlugin, Outcome, exercise_of, python_path_guard
 from .project import Project
 from .sandbox.client import SandboxPool, weakest_level
+from .settings import Settings, new_seed
 
 INI = Path(__file__).with_name("pytest_grading.ini")
-
-
-def new_seed() -> int:
-    return secrets.randbelow(2**31)
 
 
 def render_check(manifest: ExerciseManifest, check_id: str, outcome: Outcome, lang: Lang) -> CheckResult:
@@ -38,7 +34,7 @@ def render_check(manifest: ExerciseManifest, check_id: str, outcome: Outcome, la
         if diag is None:
             outcome = Outcome(
                 "error",
-                say("grader_error", type="grader", message=f"undeclared diagnosis {outcome.diagnosis!r}"),
+                say("run.grader_error", type="grader", message=f"undeclared diagnosis {outcome.diagnosis!r}"),
             )
         else:
             try:
@@ -82,16 +78,20 @@ def grade(
     pool: SandboxPool | None = None,
     run_hidden: bool = True,
     progress: object | None = None,
+    settings: Settings | None = None,
 ) -> Report:
     """Grade `submission` (a folder of `<exercise>.py` files) and return the report. `progress`, a
-    pytest plugin such as `progress.CheckProgress`, is told about each check as it starts."""
+    pytest plugin such as `progress.CheckProgress`, is told about each check as it starts.
+    `settings` (a command line's) stand for `seed`, `lang`, `exercises` and `run_hidden`."""
+    if settings is None:
+        seed = new_seed() if seed is None else seed
+        settings = Settings(seed=seed, lang=lang, exercises=exercises, run_hidden=run_hidden)
     submission = Path(submission)
     python_path_guard(submission)
-    manifests = project.load_manifests(exercises)
-    seed = new_seed() if seed is None else seed
+    manifests = project.load_manifests(settings.exercises)
     own_pool = pool is None
     pool = pool or SandboxPool()
-    ctx = GradingContext(project, submission, {m.id: m for m in manifests}, seed, pool, run_hidden)
+    ctx = GradingContext(project, submission, {m.id: m for m in manifests}, settings, pool)
     plugin = GradingPlugin(ctx)
     args = pytest_args(project, manifests)
     log = io.StringIO()
@@ -101,7 +101,7 @@ def grade(
                 status = pytest.main(args, plugins=[plugin, *([progress] if progress else [])])
             if status == pytest.ExitCode.INTERRUPTED:  # pytest caught Ctrl-C: no report of half a run
                 raise KeyboardInterrupt
-        return build_report(ctx, plugin, manifests, lang)
+        return build_report(ctx, plugin, manifests)
     finally:
         if plugin.session is not None:
             plugin.session.close()
@@ -129,13 +129,15 @@ class SessionGrader:
         pool: SandboxPool,
         exercises: list[str] | None = None,
         run_hidden: bool = True,
+        settings: Settings | None = None,
     ) -> None:
+        """`settings` (a command line's) stand for `exercises` and `run_hidden`; each submission's
+        seed and language are those `grade` is given."""
         self.project = project
         self.pool = pool
-        self.exercises = exercises
-        self.run_hidden = run_hidden
-        self.manifests = project.load_manifests(exercises)
-        ctx = GradingContext(project, Path(), {m.id: m for m in self.manifests}, 0, pool, run_hidden)
+        self.settings = settings or Settings(exercises=exercises, run_hidden=run_hidden)
+        self.manifests = project.load_manifests(self.settings.exercises)
+        ctx = GradingContext(project, Path(), {m.id: m for m in self.manifests}, self.settings, pool)
         self.plugin = GradingPlugin(ctx)
         self._items: list[pytest.Item] = []
         self._collection_failed = False
@@ -146,7 +148,7 @@ class SessionGrader:
     def stale(self) -> bool:
         """Must the next submission go to a new session? Yes when the manifests have changed since
         the graders were collected, or when pytest itself failed mid-run (its state is unknown)."""
-        return self._broken or self.project.load_manifests(self.exercises) != self.manifests
+        return self._broken or self.project.load_manifests(self.settings.exercises) != self.manifests
 
     def run(self, feed: Callable[[Callable[..., Report]], None]) -> None:
         """Run `feed(self.grade)` inside the pytest session; exceptions from `feed` propagate."""
@@ -190,13 +192,14 @@ class SessionGrader:
         python_path_guard(submission)
         chosen = [m for m in self.manifests if only is None or m.id in only]
         manifests = {m.id: m for m in chosen}
-        ctx = GradingContext(self.project, submission, manifests, seed, self.pool, self.run_hidden)
+        settings = self.settings.but(seed=seed, lang=lang)
+        ctx = GradingContext(self.project, submission, manifests, settings, self.pool)
         self.plugin.begin(ctx, self._problems)
         try:
             with contextlib.redirect_stdout(self._log), contextlib.redirect_stderr(self._log):
                 if not self._collection_failed:
                     self._run_items(only)
-            return build_report(ctx, self.plugin, chosen, lang)
+            return build_report(ctx, self.plugin, chosen)
         finally:
             if self.plugin.session is not None:
                 self.plugin.session.close()
@@ -242,17 +245,16 @@ def causes_of(checks: list[CheckResult]) -> list[Cause]:
     ]
 
 
-def build_report(
-    ctx: GradingContext, plugin: GradingPlugin, manifests: list[ExerciseManifest], lang: Lang
-) -> Report:
+def build_report(ctx: GradingContext, plugin: GradingPlugin, manifests: list[ExerciseManifest]) -> Report:
+    lang, run_hidden = ctx.settings.lang, ctx.settings.run_hidden
     exercises, isolation = [], set()
     for manifest in manifests:
         checks, stopped = [], None
-        for spec in manifest.graded_checks(ctx.run_hidden):
+        for spec in manifest.graded_checks(run_hidden):
             outcome = plugin.outcomes.get((manifest.id, spec.id))
             if outcome is None:
                 problem = plugin.grader_problems.get(manifest.id) or say(
-                    "grader_error", type="grader", message=f"no test implements check {spec.id!r}"
+                    "run.grader_error", type="grader", message=f"no test implements check {spec.id!r}"
                 )
                 outcome = Outcome("error", problem)
             checks.append(render_check(manifest, spec.id, outcome, lang))
@@ -280,11 +282,11 @@ def build_report(
         submission=str(ctx.submission),
         score=sum(e.score for e in exercises),
         max_score=sum(e.max_score for e in exercises),
-        seed=ctx.seed,
+        seed=ctx.settings.seed,
         lang=lang,
         isolation=sorted(isolation),
         isolation_level=weakest_level([sorted(isolation)] if isolation else []),
-        hidden_checks_skipped=not ctx.run_hidden,
+        hidden_checks_skipped=not run_hidden,
         exercises=exercises,
     ))  # fmt: skip
 

@@ -74,7 +74,7 @@ def sibling_sources(
                 continue  # the worker refuses the import, naming the missing file
             if len(found) >= MAX_SIBLINGS:
                 problem = f"more than {MAX_SIBLINGS} files of the submission are imported"
-                raise SubmissionFileError(say("bad_file", file=path.name, problem=problem))
+                raise SubmissionFileError(say("submission.bad_file", file=path.name, problem=problem))
             data = read_submission_file(path)
             found[name] = (path.name, data)
             queue.append(data)

@@ -42,21 +42,23 @@ def read_submission_file(path: Path, cap: int = MAX_SOURCE_BYTES) -> bytes:
     try:
         info = os.lstat(path)
     except FileNotFoundError:
-        raise SubmissionFileError(say("missing_file", file=name)) from None
+        raise SubmissionFileError(say("submission.missing_file", file=name)) from None
     except OSError as exc:
-        raise SubmissionFileError(say("bad_file", file=name, problem=exc.strerror or str(exc))) from None
+        raise SubmissionFileError(
+            say("submission.bad_file", file=name, problem=exc.strerror or str(exc))
+        ) from None
     if stat.S_ISLNK(info.st_mode):
-        raise SubmissionFileError(say("bad_file", file=name, problem="symbolic links are refused"))
+        raise SubmissionFileError(say("submission.bad_file", file=name, problem="symbolic links are refused"))
     if not stat.S_ISREG(info.st_mode):
-        raise SubmissionFileError(say("bad_file", file=name, problem="not a regular file"))
+        raise SubmissionFileError(say("submission.bad_file", file=name, problem="not a regular file"))
     if info.st_size > cap:
-        raise SubmissionFileError(say("bad_file", file=name, problem=f"larger than {cap} bytes"))
+        raise SubmissionFileError(say("submission.bad_file", file=name, problem=f"larger than {cap} bytes"))
     if info.st_nlink > 1:  # a hard link may point at a file the student could not read (the reference)
-        raise SubmissionFileError(say("bad_file", file=name, problem="hard links are refused"))
+        raise SubmissionFileError(say("submission.bad_file", file=name, problem="hard links are refused"))
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     with os.fdopen(fd, "rb") as fh:
         opened = os.fstat(fh.fileno())  # the file may have been swapped since lstat
         if (opened.st_dev, opened.st_ino) != (info.st_dev, info.st_ino) or not stat.S_ISREG(opened.st_mode):
             problem = "the file changed while it was read"
-            raise SubmissionFileError(say("bad_file", file=name, problem=problem))
+            raise SubmissionFileError(say("submission.bad_file", file=name, problem=problem))
         return fh.read(cap + 1)

@@ -251,16 +251,16 @@ class StudentSession:
             siblings = {name for name, _ in slot.siblings.values()}
             file = err.get("file") if err.get("file") in siblings else file  # a sibling's own mistake
             message = self.translate(err.get("message", ""))
-            return SubmissionFileError(say("syntax_error", file=file, message=message))
+            return SubmissionFileError(say("submission.syntax_error", file=file, message=message))
         if err.get("import_refused"):
             missing = err.get("missing")
             if isinstance(missing, list) and len(missing) == 2 and all(isinstance(m, str) for m in missing):
                 module, importer = missing[0].removesuffix(".py"), missing[1] or file
-                text = say("sibling_missing", file=missing[0], module=module, importer=importer)
+                text = say("submission.sibling_missing", file=missing[0], module=module, importer=importer)
                 return SubmissionFileError(text)
-            return SubmissionFileError(say("import_refused", message=err.get("message", "")))
+            return SubmissionFileError(say("submission.import_refused", message=err.get("message", "")))
         if placeholder(err):
-            return StudentNotImplemented(say("not_implemented", name=file))
+            return StudentNotImplemented(say("check.not_implemented", name=file))
         if is_memory_error(err):
             return self._out_of_memory(f"{err.get('type')}: {err.get('message')}")
         kind, message, where = (
@@ -268,8 +268,8 @@ class StudentSession:
             self.translate(str(err.get("message", ""))),
             self.where(err.get("frames")),
         )
-        text = say("load_error", file=file, type=kind, message=message)
-        text = text.lines(say("exception_where", where=where)) if where else text
+        text = say("submission.load_error", file=file, type=kind, message=message)
+        text = text.lines(say("run.exception_where", where=where)) if where else text
         return SubmissionFileError(text, match_error(COMMON_ERRORS, kind, message, where))
 
     def _out_of_memory(self, detail: str) -> StudentFault:
@@ -277,8 +277,8 @@ class StudentSession:
         the sandbox promises; otherwise the grader's (raised as `GraderFault`)."""
         budget = self.pool.limits.memory_bytes >> 20
         if self.pool.provides_memory_budget():
-            return StudentCrash(say("out_of_memory", budget=budget, detail=detail[:300]))
-        raise GraderFault(say("grader_memory", budget=budget, detail=detail[:300]))
+            return StudentCrash(say("run.out_of_memory", budget=budget, detail=detail[:300]))
+        raise GraderFault(say("run.grader_memory", budget=budget, detail=detail[:300]))
 
     def where(self, frames) -> str:
         """ "file, line N: code" for the innermost frame of the student's own files that the grader
@@ -340,17 +340,17 @@ class StudentSession:
                 reply, bufs = worker.request_raw(header, timeout, list(buffers))
         except WorkerTimeout:
             self.clock.timed_out(slot.label, code)
-            raise StudentTimeout(say("timeout", seconds=timeout)) from None
+            raise StudentTimeout(say("run.timeout", seconds=timeout)) from None
         except SandboxFailure as exc:
             if exc.kind == "memory":
                 raise self._out_of_memory(exc.detail) from None
             if exc.kind == "sandbox":
-                raise GraderFault(say("sandbox_failed", detail=exc.detail[-800:])) from None
-            key = "protocol" if exc.kind == "protocol" else "crash"
+                raise GraderFault(say("run.sandbox_failed", detail=exc.detail[-800:])) from None
+            key = "run.protocol" if exc.kind == "protocol" else "run.crash"
             raise StudentCrash(say(key, detail=exc.detail)) from None
         if type(reply.get("ok")) is not bool:
             worker.kill()
-            raise StudentCrash(say("protocol", detail="reply without a status"))
+            raise StudentCrash(say("run.protocol", detail="reply without a status"))
         if reply["ok"] and "value" in reply:
             try:
                 generation = self.generation
@@ -359,10 +359,10 @@ class StudentSession:
                 )
             except wire.WireError as exc:
                 worker.kill()
-                raise StudentCrash(say("protocol", detail=str(exc))) from None
+                raise StudentCrash(say("run.protocol", detail=str(exc))) from None
         elif not reply["ok"] and type(reply.get("error")) is not dict:
             worker.kill()
-            raise StudentCrash(say("protocol", detail="malformed error reply"))
+            raise StudentCrash(say("run.protocol", detail="malformed error reply"))
         return reply
 
     def _handle_of(self, obj) -> wire.Handle:
@@ -403,7 +403,7 @@ class StudentSession:
 
     def _call_fault(self, err: dict, label: str, call: str = "") -> StudentFault:
         if placeholder(err):
-            return StudentNotImplemented(say("not_implemented", name=label))
+            return StudentNotImplemented(say("check.not_implemented", name=label))
         if is_memory_error(err):
             return self._out_of_memory(f"{err.get('type')}: {err.get('message')}")
         return StudentCodeError(
@@ -450,7 +450,7 @@ class StudentModule:
             value = session.request(slot, "getattr", None, name, name=name)
         except StudentCodeError as exc:
             if exc.type_name == "AttributeError":
-                raise CheckFailed(say("missing_name", name=name)) from None
+                raise CheckFailed(say("submission.missing_name", name=name)) from None
             raise
         if isinstance(value, RemoteObject):
             slot.objects[name] = value
@@ -479,7 +479,7 @@ class RemoteObject:
 
     def _target(self) -> dict:
         if self._generation != self._session.generation:
-            raise StudentCrash(say("stale_object"))
+            raise StudentCrash(say("run.stale_object"))
         return {"$handle": self._handle.id, "type": self._handle.type, "callable": self._handle.callable}
 
     def _ref(self) -> dict:

@@ -43,6 +43,7 @@ from .diagnoses import lookup
 from .i18n import LANGS, Lang, Text, say
 from .models import ExerciseManifest, Report
 from .mutants import Mutant, failing_checks, load_mutants, mutant_problems, mutants_dir
+from .options import exercise_option, lang_option
 from .project import ManifestError, Project
 from .scaffold import EXAMPLE_CHECK, SCAFFOLD_MARKER
 from .statements import heading_lines, normalise_heading, section_matches
@@ -52,113 +53,10 @@ NOT_PASSING = {"failed", "timeout", "not_implemented"}
 CHINESE = re.compile(r"[\u3400-\u9fff]")
 PLACEHOLDER = re.compile(r"\{(\w+)[^{}]*\}")
 
-MESSAGES: dict[str, Text] = {
-    "missing": Text(zh="{file}：文件不存在", en="{file}: file is missing"),
-    "empty": Text(zh="{file}：文件是空的", en="{file}: file is empty"),
-    "syntax": Text(zh="{file}:{line}：语法错误：{msg}", en="{file}:{line}: syntax error: {msg}"),
-    "marker": Text(
-        zh="{file}:{line}：脚手架占位符 {marker} 还没有替换",
-        en="{file}:{line}: the scaffold placeholder {marker} is still there",
-    ),
-    "example_check": Text(
-        zh="{file}：仍声明了脚手架的示例检查 {check!r}",
-        en="{file}: the scaffold's example check {check!r} is still declared",
-    ),
-    "export_missing": Text(
-        zh="{file}：没有在模块顶层定义 exports 中的 {name!r}",
-        en="{file}: does not define {name!r} at module level (listed in exports)",
-    ),
-    "export_unlisted": Text(
-        zh="{file}：使用了 student.{name}，但 {name!r} 不在 exports 中",
-        en="{file}: uses student.{name} but {name!r} is not in exports",
-    ),
-    "check_missing": Text(
-        zh="检查 {check!r}：{file} 中没有 @check 测试实现它",
-        en="check {check!r}: no @check test in {file} implements it",
-    ),
-    "check_twice": Text(
-        zh="检查 {check!r}：被多个测试实现：{tests}",
-        en="check {check!r}: implemented by several tests: {tests}",
-    ),
-    "check_unknown": Text(
-        zh="{file}：{test} 标记为 @check({check!r})，但清单中没有这个检查",
-        en="{file}: {test} is marked @check({check!r}) but the manifest declares no such check",
-    ),
-    "test_unmarked": Text(
-        zh="{file}：{test} 没有 @check(id) 标记", en="{file}: {test} has no @check(id) marker"
-    ),
-    "visible_reference": Text(
-        zh="{file}：公开检查 {check!r}（{test}）使用了 `reference`，学生版中没有它",
-        en="{file}: visible check {check!r} ({test}) uses `reference`, absent from the student build",
-    ),
-    "text_empty": Text(zh="{where}：{lang} 文本为空", en="{where}: the {lang} text is empty"),
-    "text_params": Text(
-        zh="{where}：zh 与 en 的占位符不同（zh {zh}，en {en}）",
-        en="{where}: zh and en use different placeholders (zh {zh}, en {en})",
-    ),
-    "zh_not_chinese": Text(
-        zh="{where}：zh 文本中没有中文", en="{where}: the zh text has no Chinese character"
-    ),
-    "section_unmatched": Text(
-        zh="诊断 {diagnosis!r}：section「{section}」不是 {file} 中的标题",
-        en="diagnosis {diagnosis!r}: section “{section}” is not a heading of {file}",
-    ),
-    "reference_fails": Text(
-        zh="参考答案（seed {seed}）：检查 {check!r} {status}：{message}",
-        en="reference (seed {seed}): check {check!r} {status}: {message}",
-    ),
-    "stub_passes": Text(
-        zh="模板：检查 {check!r} 通过了（未修改的模板必须在每项检查上得 0 分）",
-        en="stub: check {check!r} passed (the untouched stub must score zero on every check)",
-    ),
-    "stub_error": Text(
-        zh="模板：检查 {check!r} 评分程序出错：{message}", en="stub: check {check!r}: grader error: {message}"
-    ),
-    "mutant": Text(zh="变异体 {name}：{problem}", en="mutant {name}: {problem}"),
-    "mutant_unknown_diagnosis": Text(
-        zh="变异体 {name}：期望的诊断 {diagnosis!r} 未在清单中声明",
-        en="mutant {name}: expects diagnosis {diagnosis!r}, which the manifest does not declare",
-    ),
-    "diagnosis_unexercised": Text(
-        zh="诊断 {diagnosis!r}：{folder} 中没有任何变异体得到它（请添加变异体或删除该诊断）",
-        en="diagnosis {diagnosis!r}: no mutant in {folder} gets it (add a mutant or drop the diagnosis)",
-    ),
-    "diagnoses_no_mutants": Text(
-        zh="{folder} 中没有变异体，所以这些诊断都没有被验证：{diagnoses}",
-        en="no mutants in {folder}, so no declared diagnosis is proven: {diagnoses}",
-    ),
-    "no_mutants": Text(zh="{folder} 中没有变异体", en="no mutants in {folder}"),
-    "seed_dependent": Text(
-        zh="{what}：不同的随机种子给出不同的结果：{differences}",
-        en="{what}: the result depends on the seed: {differences}",
-    ),
-    "grading_crashed": Text(
-        zh="{what}：评分过程崩溃：{type}: {message}", en="{what}: grading crashed: {type}: {message}"
-    ),
-}
-
-HEADERS = {
-    "zh": ("练习", "参考答案", "模板", "变异体被抓到", "变异体被正确命名", "单个错误最多扣分", "状态"),
-    "en": (
-        "exercise",
-        "reference",
-        "stub",
-        "mutants caught",
-        "mutants named",
-        "worst single mistake",
-        "status",
-    ),
-}
-TOTAL = Text(
-    zh="合计：{count} 个练习，{failed} 个不合格；"
-    "变异体被抓到 {caught}/{total}（{caught_pct}），被正确命名 {named}/{total}（{named_pct}）",
-    en="total: {count} exercises, {failed} failing; mutants caught {caught}/{total} ({caught_pct}), "
-    "named {named}/{total} ({named_pct})",
-)
-
-
-def msg(key: str, **params) -> Text:
-    return MESSAGES[key].format(**params)
+COLUMNS = (
+    "validate.column.exercise", "validate.column.reference", "validate.column.stub", "validate.column.caught",
+    "validate.column.named", "validate.column.worst", "report.column.status",
+)  # fmt: skip
 
 
 @dataclass
@@ -195,9 +93,9 @@ def parse(path: Path, shown: str, verdict: ExerciseVerdict) -> ast.Module | None
     try:
         return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     except SyntaxError as exc:
-        verdict.problems.append(msg("syntax", file=shown, line=exc.lineno, msg=exc.msg))
+        verdict.problems.append(say("validate.syntax", file=shown, line=exc.lineno, msg=exc.msg))
     except (OSError, UnicodeDecodeError) as exc:
-        verdict.problems.append(msg("syntax", file=shown, line=0, msg=str(exc)))
+        verdict.problems.append(say("validate.syntax", file=shown, line=0, msg=str(exc)))
     verdict.unparsable = True
     return None
 
@@ -284,19 +182,23 @@ def static_checks(project: Project, manifest: ExerciseManifest, verdict: Exercis
             continue
         text = path.read_text(encoding="utf-8", errors="replace")
         if not text.strip():
-            verdict.problems.append(msg("empty", file=path.relative_to(root)))
+            verdict.problems.append(say("validate.empty", file=path.relative_to(root)))
         for number, line in enumerate(text.splitlines(), 1):
             if SCAFFOLD_MARKER in line:
                 verdict.problems.append(
-                    msg("marker", file=path.relative_to(root), line=number, marker=SCAFFOLD_MARKER)
+                    say("validate.marker", file=path.relative_to(root), line=number, marker=SCAFFOLD_MARKER)
                 )
                 break
     for key, path in paths.items():
         if not path.is_file():
-            verdict.problems.append(msg("missing", file=shown[key]))
+            verdict.problems.append(say("validate.missing", file=shown[key]))
     if any(c.id == EXAMPLE_CHECK for c in manifest.checks):
         verdict.problems.append(
-            msg("example_check", file=project.manifest_path(eid).relative_to(root), check=EXAMPLE_CHECK)
+            say(
+                "validate.example_check",
+                file=project.manifest_path(eid).relative_to(root),
+                check=EXAMPLE_CHECK,
+            )
         )
 
     for key in ("template", "reference"):
@@ -304,7 +206,7 @@ def static_checks(project: Project, manifest: ExerciseManifest, verdict: Exercis
             defined = module_names(tree)
             for name in manifest.exports:
                 if name not in defined:
-                    verdict.problems.append(msg("export_missing", file=shown[key], name=name))
+                    verdict.problems.append(say("validate.export_missing", file=shown[key], name=name))
 
     if paths["grader"].is_file() and (tree := parse(paths["grader"], shown["grader"], verdict)) is not None:
         grader_checks(manifest, tree, shown["grader"], verdict)
@@ -324,20 +226,26 @@ def grader_checks(manifest: ExerciseManifest, tree: ast.Module, shown: str, verd
     declared = {c.id: c for c in manifest.checks}
     for test in tests:
         if test.check is None:
-            verdict.problems.append(msg("test_unmarked", file=shown, test=test.name))
+            verdict.problems.append(say("validate.test_unmarked", file=shown, test=test.name))
         elif test.check not in declared:
-            verdict.problems.append(msg("check_unknown", file=shown, test=test.name, check=test.check))
+            verdict.problems.append(
+                say("validate.check_unknown", file=shown, test=test.name, check=test.check)
+            )
         elif declared[test.check].visibility == "visible" and "reference" in test.fixtures:
-            verdict.problems.append(msg("visible_reference", file=shown, check=test.check, test=test.name))
+            verdict.problems.append(
+                say("validate.visible_reference", file=shown, check=test.check, test=test.name)
+            )
     for check_id in declared:
         implementing = [t.name for t in tests if t.check == check_id]
         if not implementing:
             verdict.unimplemented.add(check_id)
-            verdict.problems.append(msg("check_missing", check=check_id, file=shown))
+            verdict.problems.append(say("validate.check_missing", check=check_id, file=shown))
         elif len(implementing) > 1:
-            verdict.problems.append(msg("check_twice", check=check_id, tests=", ".join(implementing)))
+            verdict.problems.append(
+                say("validate.check_twice", check=check_id, tests=", ".join(implementing))
+            )
     for name in sorted(student_attributes(tree) - set(manifest.exports)):
-        verdict.problems.append(msg("export_unlisted", file=shown, name=name))
+        verdict.problems.append(say("validate.export_unlisted", file=shown, name=name))
 
 
 def text_checks(project: Project, manifest: ExerciseManifest, verdict: ExerciseVerdict) -> None:
@@ -353,14 +261,14 @@ def text_checks(project: Project, manifest: ExerciseManifest, verdict: ExerciseV
         where = f"{manifest_file}: {where}"
         for lang in LANGS:
             if not text(lang).strip():
-                verdict.problems.append(msg("text_empty", where=where, lang=lang))
+                verdict.problems.append(say("validate.text_empty", where=where, lang=lang))
         zh_params, en_params = set(PLACEHOLDER.findall(text.zh)), set(PLACEHOLDER.findall(text.en))
         if zh_params != en_params:
             verdict.problems.append(
-                msg("text_params", where=where, zh=sorted(zh_params), en=sorted(en_params))
+                say("validate.text_params", where=where, zh=sorted(zh_params), en=sorted(en_params))
             )
         if text.zh.strip() and not CHINESE.search(text.zh):
-            verdict.warnings.append(msg("zh_not_chinese", where=where))
+            verdict.warnings.append(say("validate.zh_not_chinese", where=where))
     for lang in LANGS:
         path = project.statement_path(manifest.id, lang)
         headings = statement_headings(path)
@@ -372,8 +280,8 @@ def text_checks(project: Project, manifest: ExerciseManifest, verdict: ExerciseV
             wanted = normalise_heading(diag.section(lang))
             if not any(section_matches(wanted, h) for h in headings):
                 verdict.warnings.append(
-                    msg(
-                        "section_unmatched",
+                    say(
+                        "validate.section_unmatched",
                         diagnosis=diag_id,
                         section=diag.section(lang),
                         file=path.relative_to(project.root),
@@ -411,7 +319,7 @@ def graded_checks(
     for (check_id, status), (failed_seeds, message) in failures.items():
         seeds_text = ", ".join(map(str, failed_seeds))
         verdict.problems.append(
-            msg("reference_fails", seed=seeds_text, check=check_id, status=status, message=message)
+            say("validate.reference_fails", seed=seeds_text, check=check_id, status=status, message=message)
         )
     verdict.reference_score = min(reference_scores) if reference_scores else None
 
@@ -423,9 +331,9 @@ def graded_checks(
             if c.id in verdict.unimplemented:
                 continue
             if c.status == "passed":
-                verdict.problems.append(msg("stub_passes", check=c.id))
+                verdict.problems.append(say("validate.stub_passes", check=c.id))
             elif c.status == "error":
-                verdict.problems.append(msg("stub_error", check=c.id, message=_one_line(c.message)))
+                verdict.problems.append(say("validate.stub_error", check=c.id, message=_one_line(c.message)))
 
     try:
         mutants = load_mutants(project, eid)
@@ -434,14 +342,14 @@ def graded_checks(
         mutants = []
     folder = mutants_dir(project).relative_to(project.root) / eid
     if not mutants and not manifest.diagnoses:
-        verdict.warnings.append(msg("no_mutants", folder=folder))
+        verdict.warnings.append(say("validate.no_mutants", folder=folder))
     produced: set[str] = set()
     for mutant in mutants:
         verdict.mutants_total += 1
         for diagnosis in mutant.spec.expect.values():
             if diagnosis and lookup(manifest.diagnoses, diagnosis) is None:
                 verdict.problems.append(
-                    msg("mutant_unknown_diagnosis", name=mutant.name, diagnosis=diagnosis)
+                    say("validate.mutant_unknown_diagnosis", name=mutant.name, diagnosis=diagnosis)
                 )
         reports = _graded_under_seeds(grade_file, mutant.source, seeds, f"mutant {mutant.name}", eid, verdict)
         if not reports:
@@ -457,13 +365,15 @@ def graded_checks(
         problems = mutant_problems(mutant, report)
         if not problems:
             verdict.mutants_named += 1
-        verdict.problems += [msg("mutant", name=mutant.name, problem=_one_line(p)) for p in problems]
+        verdict.problems += [say("validate.mutant", name=mutant.name, problem=_one_line(p)) for p in problems]
     unexercised = [d for d in manifest.diagnoses if d not in produced]
     if unexercised and not mutants:
-        verdict.problems.append(msg("diagnoses_no_mutants", folder=folder, diagnoses=", ".join(unexercised)))
+        verdict.problems.append(
+            say("validate.diagnoses_no_mutants", folder=folder, diagnoses=", ".join(unexercised))
+        )
     else:
         for diagnosis in unexercised:
-            verdict.problems.append(msg("diagnosis_unexercised", diagnosis=diagnosis, folder=folder))
+            verdict.problems.append(say("validate.diagnosis_unexercised", diagnosis=diagnosis, folder=folder))
 
 
 def _graded_under_seeds(
@@ -485,7 +395,9 @@ def _graded_under_seeds(
                 + (f" ({shown})" if shown else "")
             )
     if differences:
-        verdict.problems.append(msg("seed_dependent", what=what, differences=" | ".join(differences)))
+        verdict.problems.append(
+            say("validate.seed_dependent", what=what, differences=" | ".join(differences))
+        )
     return reports
 
 
@@ -505,7 +417,7 @@ def _safe_grade(
         return grade_file(source, seed)
     except Exception as exc:  # a crash of the harness is reported as a problem, never as a traceback
         verdict.problems.append(
-            msg("grading_crashed", what=what, type=type(exc).__name__, message=_one_line(str(exc)))
+            say("validate.grading_crashed", what=what, type=type(exc).__name__, message=_one_line(str(exc)))
         )
         return None
 
@@ -597,7 +509,7 @@ def _ratio(part: int, whole: int) -> str:
 
 
 def render_table(verdicts: list[ExerciseVerdict], lang: Lang) -> str:
-    rows = [HEADERS[lang]]
+    rows = [tuple(say(key)(lang) for key in COLUMNS)]
     for v in verdicts:
         worst = f"-{v.worst_loss:g} ({v.worst_mutant})" if v.worst_loss is not None else "-"
         rows.append(
@@ -636,7 +548,8 @@ def render_total(verdicts: list[ExerciseVerdict], lang: Lang) -> str:
     caught = sum(v.mutants_caught for v in verdicts)
     named = sum(v.mutants_named for v in verdicts)
     pct = lambda n: f"{100 * n / total:.0f}%" if total else "-"  # noqa: E731
-    text = TOTAL.format(
+    text = say(
+        "validate.total",
         count=len(verdicts),
         failed=sum(not v.ok for v in verdicts),
         caught=caught,
@@ -666,21 +579,16 @@ def cmd_validate(argv: list[str], project: Project) -> int:
         prog="grade.py validate",
         description="Prove every exercise fair: manifest, exports, checks, both languages, the reference "
         "scores full marks under several seeds, the stub scores zero, every mutant is caught and named.",
-    )
-    parser.add_argument(
-        "--exercise", action="append", default=None, metavar="ID", help="only this exercise (repeatable)"
+        parents=[exercise_option(), lang_option("language of the table and messages")],
     )
     parser.add_argument(
         "--seeds", type=parse_seeds, default=list(DEFAULT_SEEDS), metavar="S1,S2,...",
         help=f"seeds for the reference runs (default: {','.join(map(str, DEFAULT_SEEDS))})",
     )  # fmt: skip
-    parser.add_argument(
-        "--lang", choices=list(LANGS), default=None, help="language of the table and messages"
-    )
     args = parser.parse_args(argv)
     lang = args.lang or default_lang()
     progress = (
-        (lambda eid: print(say("notice_validating", exercise=eid)(lang), file=sys.stderr, flush=True))
+        (lambda eid: print(say("validate.progress", exercise=eid)(lang), file=sys.stderr, flush=True))
         if sys.stderr.isatty()
         else None
     )

@@ -22,6 +22,7 @@ from typing import TextIO
 from .i18n import Lang, say
 from .models import Report
 from .project import Project
+from .settings import Settings
 
 DEBOUNCE_MS = 400  # the longest a burst of writes is gathered into one change
 STEP_MS = 30  # a burst ends after this long without a new write
@@ -60,11 +61,8 @@ def merged(previous: Report, regraded: Report) -> Report:
 def watch(
     project: Project,
     folder: Path,
+    settings: Settings,
     *,
-    seed: int,
-    lang: Lang,
-    exercises: list[str] | None,
-    run_hidden: bool,
     show: Callable[[Report, Report, TextIO], None],
     stop_event=None,
 ) -> None:
@@ -72,19 +70,20 @@ def watch(
     latest result of every exercise, `terminal`: this process's stdout as it was at the start,
     since pytest captures the real one while its session runs), then regrade on each save until
     Ctrl-C (or until `stop_event` is set)."""
+    seed, lang = settings.seed, settings.lang
     try:
         from watchfiles import PythonFilter
         from watchfiles import watch as changes_of
     except ImportError as exc:
-        raise WatchUnavailable(say("watch_needs_watchfiles")(lang)) from exc
+        raise WatchUnavailable(say("watch.needs_watchfiles")(lang)) from exc
     from .runner import SessionGrader
     from .sandbox.client import SandboxPool
 
     folder = folder.resolve()
     terminal = open(os.dup(sys.stdout.fileno()), "w", encoding="utf-8", buffering=1)  # noqa: SIM115
-    ids = [m.id for m in project.load_manifests(exercises)]
+    ids = [m.id for m in project.load_manifests(settings.exercises)]
     with terminal, SandboxPool() as pool:
-        grader = SessionGrader(project, pool=pool, exercises=exercises, run_hidden=run_hidden)
+        grader = SessionGrader(project, pool=pool, settings=settings)
 
         def feed(grade: Callable[..., Report]) -> None:
             whole = grade(folder, seed=seed, lang=lang)
@@ -114,5 +113,5 @@ def watch(
 
 
 def waiting(whole: Report, folder: Path, lang: Lang, terminal: TextIO) -> None:
-    line = say("watch_waiting", score=f"{whole.score:g}", max_score=f"{whole.max_score:g}", folder=folder)
+    line = say("watch.waiting", score=f"{whole.score:g}", max_score=f"{whole.max_score:g}", folder=folder)
     print(line(lang), file=terminal, flush=True)

@@ -33,9 +33,9 @@ def result_of(report: Report) -> SubmissionResult:
         try:
             require_exercise_files(folder, [e.id for e in report.exercises])
         except Refusal as refusal:
-            return result.model_copy(
-                update={"status": "refused", "problem": refusal.problem, "reason": refusal.text(report.lang),
-                        "score": 0.0, "report": None}
+            return SubmissionResult.unscored(
+                "refused", refusal.problem, refusal.text, student=result.student, source=result.source,
+                seed=report.seed, lang=report.lang, max_score=report.max_score,
             )  # fmt: skip
     return result
 

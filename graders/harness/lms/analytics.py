@@ -18,11 +18,10 @@ from pathlib import Path
 import jinja2
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..i18n import Lang
+from ..i18n import Lang, labels
 from ..models import ExerciseManifest
-from .messages import labels
 from .result import SubmissionResult
-from .similarity import Similarity, similarity_labels
+from .similarity import Similarity
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "reports" / "templates"
 BINS = 10
@@ -239,4 +238,4 @@ _env.filters["pts"] = lambda value: f"{value:g}"
 
 def render_html(analytics: ClassAnalytics) -> str:
     template = _env.get_template("class_report.html.j2")
-    return template.render(a=analytics, t={**labels(analytics.lang), **similarity_labels(analytics.lang)})
+    return template.render(a=analytics, t=labels(analytics.lang))

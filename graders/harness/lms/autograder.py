@@ -20,10 +20,10 @@ import time
 import traceback
 from pathlib import Path
 
+from ..options import lang_option
 from ..project import default_project
 from . import gradescope
-from .intake import Refusal, require_exercise_files, submission_root
-from .messages import msg
+from .intake import Refusal, problem_text, require_exercise_files, submission_root
 from .result import SubmissionResult, possible_score
 from .store import write_atomic
 
@@ -39,25 +39,27 @@ def grade_submission(root: Path, lang: str, seed: int | None) -> SubmissionResul
     project = default_project()
     manifests = project.load_manifests()
     run_hidden = project.runs_hidden
-    base = {"student": "submission", "source": "submission", "seed": seed, "lang": lang,
-            "max_score": possible_score(manifests, run_hidden)}  # fmt: skip
+    who = {"student": "submission", "source": "submission"}
     try:
         ids = [m.id for m in manifests]
         folder = submission_root(root / "submission", ids)
         require_exercise_files(folder, ids)
         report = grade(project, folder, seed=seed, lang=lang, run_hidden=run_hidden)
     except Refusal as refusal:
-        return SubmissionResult(**base, status="refused", problem=refusal.problem, reason=refusal.text(lang),
-                                score=0.0, elapsed=time.perf_counter() - start)  # fmt: skip
-    report = report.model_copy(update={"submission": "submission"})
-    return SubmissionResult(**{**base, "max_score": report.max_score}, status="graded", score=report.score,
-                            elapsed=time.perf_counter() - start, report=report)  # fmt: skip
+        return SubmissionResult.unscored(
+            "refused", refusal.problem, refusal.text, **who, seed=seed, lang=lang,
+            max_score=possible_score(manifests, run_hidden), elapsed=time.perf_counter() - start,
+        )  # fmt: skip
+    return SubmissionResult.graded(report, **who, elapsed=time.perf_counter() - start)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="run_autograder", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="run_autograder",
+        description=__doc__.splitlines()[0],
+        parents=[lang_option(default=os.environ.get("GRADE_LANG") or "en")],
+    )
     parser.add_argument("--root", type=Path, default=Path(os.environ.get("AUTOGRADER_ROOT") or "/autograder"))
-    parser.add_argument("--lang", choices=["zh", "en"], default=os.environ.get("GRADE_LANG") or "en")
     parser.add_argument("--seed", type=int, default=None)
     args = parser.parse_args(argv)
     results = args.root / "results" / "results.json"
@@ -66,10 +68,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # the grader failed: the student still gets a result that says so
         traceback.print_exc()
         detail = f"{type(exc).__name__}: {exc}"[:500]
-        result = SubmissionResult(
-            student="submission", source="submission", status="error", problem="grader_failed",
-            reason=msg("grader_failed", detail=detail)(args.lang), seed=args.seed or 0, lang=args.lang,
-            score=0.0, max_score=0.0,
+        result = SubmissionResult.unscored(
+            "error", "grader_failed", problem_text("grader_failed", detail=detail), student="submission",
+            source="submission", seed=args.seed or 0, lang=args.lang, max_score=0.0,
         )  # fmt: skip
     write_atomic(results, gradescope.render(result))
     print(f"{result.status}: {result.score:g} / {result.max_score:g} (seed {result.seed}) -> {results}")

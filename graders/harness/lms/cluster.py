@@ -162,7 +162,7 @@ class JobKit:
     row of a submission without a report, and the batch's failure. Sent to the workers with the
     plugin (functions and classes travel by name: a worker imports them from its own copy)."""
 
-    settings: Any  # batch.BatchSettings
+    settings: Any  # settings.Settings
     command: Callable  # batch.job_command
     env: Callable  # batch.job_env
     job: type  # batch.Job

@@ -14,7 +14,6 @@ import json
 
 from ..i18n import say
 from ..models import CheckResult, ExerciseResult
-from .messages import msg
 from .result import SubmissionResult
 
 VISIBILITY = {"visible": "visible", "hidden": "after_published"}
@@ -24,7 +23,7 @@ def check_output(check: CheckResult, lang: str) -> str:
     """Feedback for one check: the got/expected message, the named mistake, where the code failed."""
     parts = [check.message] if check.message else []
     if check.diagnosis_message:
-        parts.append(f"{say('diagnosis_prefix')(lang)} {check.diagnosis_sentence(lang)}")
+        parts.append(f"{say('report.diagnosis_prefix')(lang)} {check.diagnosis_sentence(lang)}")
     if check.student_traceback:
         parts.append(check.student_traceback.rstrip())
     return "\n\n".join(parts)
@@ -33,15 +32,15 @@ def check_output(check: CheckResult, lang: str) -> str:
 def printed_output(exercise: ExerciseResult, lang: str) -> str:
     if not exercise.output and not exercise.output_dropped:
         return ""
-    text = f"{msg('printed', exercise=exercise.id)(lang)}\n{exercise.output}"
+    text = f"{say('lms.printed', exercise=exercise.id)(lang)}\n{exercise.output}"
     if exercise.output_dropped:
-        text += "\n" + say("output_cut", dropped=exercise.output_dropped)(lang)
+        text += "\n" + say("report.output_cut", dropped=exercise.output_dropped)(lang)
     return text
 
 
 def results(result: SubmissionResult) -> dict:
     lang = result.lang
-    summary = msg("summary", score=result.score, max_score=result.max_score, seed=result.seed)(lang)
+    summary = say("lms.summary", score=result.score, max_score=result.max_score, seed=result.seed)(lang)
     out: dict = {
         "score": float(result.score),
         "execution_time": round(result.elapsed, 3),
@@ -53,7 +52,7 @@ def results(result: SubmissionResult) -> dict:
         "extra_data": {"student": result.student, "status": result.status, "seed": result.seed},
     }
     if result.report is None:
-        out["output"] = msg("ungradable", reason=result.reason)(lang)
+        out["output"] = say("lms.ungradable", reason=result.reason)(lang)
         out["extra_data"]["problem"] = result.problem
         return out
     printed = []

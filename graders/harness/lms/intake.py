@@ -22,22 +22,27 @@ from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from .. import inert
-from ..i18n import Text
+from ..i18n import Text, say
 from ..notebook import SUFFIX as NOTEBOOK_SUFFIX
 from ..notebook import has_code
-from .messages import msg
 
 EntryKind = Literal["dir", "zip", "notebook", "other", "link"]
 IGNORED_DIRS = {"__MACOSX", "__pycache__"}
 
 
 class Refusal(Exception):
-    """A submission that cannot be graded; `problem` is a stable id, `text` says why."""
+    """A submission that cannot be graded; `problem` is a stable id, `text` says why (the
+    catalogue's `lms.problem.<id>` with `params`)."""
 
-    def __init__(self, problem: str, text: Text) -> None:
-        super().__init__(text.en)
+    def __init__(self, problem: str, **params) -> None:
         self.problem = problem
-        self.text = text
+        self.text = problem_text(problem, **params)
+        super().__init__(self.text.en)
+
+
+def problem_text(problem: str, **params) -> Text:
+    """Why a submission has no score, for the stable id `problem`: the catalogue's `lms.problem.<id>`."""
+    return say(f"lms.problem.{problem}", **params)
 
 
 @dataclass(frozen=True)
@@ -189,37 +194,33 @@ def unpack_zip(archive: Path, dest: Path, caps: ZipCaps = ZipCaps()) -> Path:
     source = inert.display_name(archive.name)
     size = archive.stat().st_size
     if size > caps.archive_bytes:
-        raise Refusal(
-            "zip_file_too_large", msg("zip_file_too_large", source=source, size=size, cap=caps.archive_bytes)
-        )
+        raise Refusal("zip_file_too_large", source=source, size=size, cap=caps.archive_bytes)
     try:
         entries, directory = central_directory(archive)
         if entries > caps.members:
-            raise Refusal("zip_too_many", msg("zip_too_many", source=source, count=entries, cap=caps.members))
+            raise Refusal("zip_too_many", source=source, count=entries, cap=caps.members)
         if directory > caps.directory_bytes:
             raise Refusal(
                 "zip_directory_too_large",
-                msg("zip_directory_too_large", source=source, size=directory, cap=caps.directory_bytes),
+                source=source,
+                size=directory,
+                cap=caps.directory_bytes,
             )
         with zipfile.ZipFile(archive) as zf:
             members = zf.infolist()
             if len(members) > caps.members:
-                raise Refusal(
-                    "zip_too_many", msg("zip_too_many", source=source, count=len(members), cap=caps.members)
-                )
+                raise Refusal("zip_too_many", source=source, count=len(members), cap=caps.members)
             for info in members:
                 problem = _member_problem(info)
                 if problem:
-                    raise Refusal(problem, msg(problem, source=source, member=info.filename))
+                    raise Refusal(problem, source=source, member=info.filename)
             written = 0
             for info in members:
                 written = _extract_member(zf, info, dest, written, caps, source)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError, ValueError) as exc:
-        raise Refusal(
-            "zip_bad", msg("zip_bad", source=source, detail=str(exc)[:200] or type(exc).__name__)
-        ) from None
+        raise Refusal("zip_bad", source=source, detail=str(exc)[:200] or type(exc).__name__) from None
     except OSError as exc:
-        raise Refusal("zip_bad", msg("zip_bad", source=source, detail=exc.strerror or str(exc))) from None
+        raise Refusal("zip_bad", source=source, detail=exc.strerror or str(exc)) from None
     return dest
 
 
@@ -231,7 +232,7 @@ def _extract_member(
         return written
     target = dest.joinpath(*parts)
     if not target.resolve().is_relative_to(dest.resolve()):  # belt and braces after the checks above
-        raise Refusal("zip_traversal", msg("zip_traversal", source=source, member=info.filename))
+        raise Refusal("zip_traversal", source=source, member=info.filename)
     if info.is_dir():
         target.mkdir(parents=True, exist_ok=True)
         return written
@@ -243,7 +244,9 @@ def _extract_member(
             if written > caps.total_bytes:
                 raise Refusal(
                     "zip_too_large",
-                    msg("zip_too_large", source=source, cap=caps.total_bytes, member=info.filename),
+                    source=source,
+                    cap=caps.total_bytes,
+                    member=info.filename,
                 )
             out.write(chunk)
     return written
@@ -269,4 +272,4 @@ def require_exercise_files(folder: Path, exercise_ids: list[str]) -> None:
     """Refuse a submission that holds none of the exercise files nor a notebook (nothing to grade)."""
     if not has_code(folder, exercise_ids):
         expected = ", ".join(f"{e}.py" for e in exercise_ids) + ", *.ipynb"
-        raise Refusal("no_files", msg("no_files", expected=expected))
+        raise Refusal("no_files", expected=expected)

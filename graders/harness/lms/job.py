@@ -32,12 +32,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..i18n import Lang
 from ..models import ExerciseManifest
+from ..options import exercise_option, lang_option
 from ..project import Project
 from ..sandbox.client import Limits, SandboxPool
-from .intake import Entry, Refusal, require_exercise_files, submission_root, unpack_zip
-from .messages import msg
+from ..settings import Settings
+from .intake import Entry, Refusal, problem_text, require_exercise_files, submission_root, unpack_zip
 from .pool import BatchPool
 from .result import SubmissionResult, possible_score
 
@@ -47,11 +47,10 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class CappedProject(Project):
-    """The project as a job sees it: `call_seconds` capped (`batch --call-seconds`), manifests parsed
-    once and kept while their file is unchanged (every submission of a batch loads them all)."""
+class CachedProject(Project):
+    """The project as a job sees it: manifests parsed once and kept while their file is unchanged
+    (every submission of a batch loads them all)."""
 
-    call_cap: float | None = None
     _parsed: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def load_manifest(self, exercise_id: str) -> ExerciseManifest:
@@ -61,28 +60,15 @@ class CappedProject(Project):
         if cached is not None and cached[0] == stamp:
             return cached[1]
         manifest = super().load_manifest(exercise_id)
-        if self.call_cap is not None and self.call_cap < manifest.call_seconds:
-            manifest = manifest.model_copy(update={"call_seconds": self.call_cap})
         self._parsed[exercise_id] = (stamp, manifest)
         return manifest
-
-
-@dataclass(frozen=True)
-class JobSettings:
-    project: CappedProject
-    seed: int
-    lang: Lang
-    exercises: list[str] | None
-    run_hidden: bool
-
-    def max_score(self, manifests: list[ExerciseManifest]) -> float:
-        return possible_score(manifests, self.run_hidden)
 
 
 def grade_entry(
     entry: Entry,
     fingerprint: str,
-    settings: JobSettings,
+    project: Project,
+    settings: Settings,
     pool: SandboxPool,
     grader: SessionGrader | None = None,
 ) -> SubmissionResult:
@@ -91,16 +77,15 @@ def grade_entry(
     from ..runner import grade  # loaded by `main` while the zygote starts; see there
 
     start = time.perf_counter()
-    manifests = settings.project.load_manifests(settings.exercises)
+    manifests = project.load_manifests(settings.exercises)
     ids = [m.id for m in manifests]
-    base = {
-        "student": entry.student, "source": entry.source, "seed": settings.seed, "lang": settings.lang,
-        "max_score": settings.max_score(manifests), "fingerprint": fingerprint,
-    }  # fmt: skip
+    who = {"student": entry.student, "source": entry.source, "fingerprint": fingerprint}
+    max_score = possible_score(manifests, settings.run_hidden)
+    unscored = {**who, "seed": settings.seed, "lang": settings.lang, "max_score": max_score}
     try:
         if entry.kind in ("other", "link"):
             problem = "not_submission" if entry.kind == "other" else "link_entry"
-            raise Refusal(problem, msg(problem, source=entry.source))
+            raise Refusal(problem, source=entry.source)
         with tempfile.TemporaryDirectory(prefix="agw-batch-") as tmp:
             if entry.kind == "notebook":  # graded as it is: its cells are read as bytes, like a .py
                 folder = entry.path
@@ -111,26 +96,17 @@ def grade_entry(
             if grader is not None:
                 report = grader.grade(folder, seed=settings.seed, lang=settings.lang)
             else:
-                report = grade(
-                    settings.project, folder, seed=settings.seed, lang=settings.lang,
-                    exercises=settings.exercises, pool=pool, run_hidden=settings.run_hidden,
-                )  # fmt: skip
-        report = report.model_copy(update={"submission": entry.source})
-        return SubmissionResult(
-            **{**base, "max_score": report.max_score}, status="graded", score=report.score,
-            elapsed=time.perf_counter() - start, report=report,
-        )  # fmt: skip
+                report = grade(project, folder, settings=settings, pool=pool)
+        return SubmissionResult.graded(report, **who, elapsed=time.perf_counter() - start)
     except Refusal as refusal:
-        return SubmissionResult(
-            **base, status="refused", problem=refusal.problem, reason=refusal.text(settings.lang),
-            score=0.0, elapsed=time.perf_counter() - start,
-        )  # fmt: skip
+        return SubmissionResult.unscored(
+            "refused", refusal.problem, refusal.text, **unscored, elapsed=time.perf_counter() - start
+        )
     except Exception as exc:  # the trusted side failed: record it for this submission, keep going
-        reason = msg("grader_failed", detail=f"{type(exc).__name__}: {exc}"[:500])(settings.lang)
-        return SubmissionResult(
-            **base, status="error", problem="grader_failed", reason=reason,
-            score=0.0, elapsed=time.perf_counter() - start,
-        )  # fmt: skip
+        reason = problem_text("grader_failed", detail=f"{type(exc).__name__}: {exc}"[:500])
+        return SubmissionResult.unscored(
+            "error", "grader_failed", reason, **unscored, elapsed=time.perf_counter() - start
+        )
 
 
 def peak_kb(pid: int | None) -> int:
@@ -159,13 +135,13 @@ def _die_with_parent(parent: int) -> None:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m graders.harness.batch --job", description="One batch grading job."
+        prog="python -m graders.harness.batch --job",
+        description="One batch grading job.",
+        parents=[lang_option(required=True), exercise_option()],
     )
     p.add_argument("--job", action="store_true", required=True)
     p.add_argument("--project", type=Path, required=True)
     p.add_argument("--seed", type=int, required=True)
-    p.add_argument("--lang", choices=["zh", "en"], required=True)
-    p.add_argument("--exercise", action="append", default=None)
     p.add_argument("--no-hidden", action="store_true")
     p.add_argument("--call-seconds", type=float, default=None)
     p.add_argument("--parent", type=int, required=True)
@@ -195,12 +171,13 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     protocol = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
     os.dup2(2, 1)  # anything else printed goes to the job's log, never into the protocol
-    settings = JobSettings(
-        CappedProject(args.project.resolve(), args.call_seconds),
-        args.seed,
-        args.lang,
-        args.exercise,
-        not args.no_hidden,
+    project = CachedProject(args.project.resolve())
+    settings = Settings(
+        seed=args.seed,
+        lang=args.lang,
+        exercises=args.exercise,
+        call_seconds=args.call_seconds,
+        run_hidden=not args.no_hidden,
     )
 
     def stop(signum, frame) -> None:  # the main thread may hold a lock of the pool: take none here
@@ -216,10 +193,8 @@ def main(argv: list[str] | None = None) -> int:
     # read the requests from a descriptor of our own, as the replies go out on one (`protocol`).
     requests = Requests(os.fdopen(os.dup(sys.stdin.fileno()), "r", encoding="utf-8"))
     while not requests.done:  # one pytest session for the whole job, unless it has to be renewed
-        grader = runner.SessionGrader(
-            settings.project, pool=pool, exercises=settings.exercises, run_hidden=settings.run_hidden
-        )
-        grader.run(lambda _grade, grader=grader: serve(requests, grader, settings, pool, protocol))
+        grader = runner.SessionGrader(project, pool=pool, settings=settings)
+        grader.run(lambda _grade, grader=grader: serve(requests, grader, project, settings, pool, protocol))
     pool.shutdown()
     return 0
 
@@ -243,7 +218,12 @@ class Requests:
 
 
 def serve(
-    requests: Requests, grader: SessionGrader, settings: JobSettings, pool: SandboxPool, protocol
+    requests: Requests,
+    grader: SessionGrader,
+    project: Project,
+    settings: Settings,
+    pool: SandboxPool,
+    protocol,
 ) -> None:
     """Answer requests in `grader`'s session until stdin ends, or until the session must be renewed
     (manifests edited during the batch, or pytest failed mid-run): then the request waits for the next."""
@@ -253,7 +233,7 @@ def serve(
             return
         request = json.loads(line)
         entry = Entry(request["student"], Path(request["path"]), request["kind"])
-        result = grade_entry(entry, request.get("fingerprint", ""), settings, pool, grader)
+        result = grade_entry(entry, request.get("fingerprint", ""), project, settings, pool, grader)
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         figures = {"rss_kb": rss, "zygote_kb": peak_kb(pool.zygote_pid)}
         # the result's own JSON: its non-finite numbers are encoded as the model says, and it reloads

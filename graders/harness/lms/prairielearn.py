@@ -13,7 +13,6 @@ import json
 
 from ..i18n import say
 from .gradescope import printed_output
-from .messages import msg
 from .result import SubmissionResult
 
 MAX_BYTES = 1_000_000
@@ -25,7 +24,7 @@ def results(result: SubmissionResult) -> dict:
         reason = result.reason or result.problem or "?"
         return {
             "gradable": False,
-            "message": msg("ungradable", reason=reason)(lang),
+            "message": say("lms.ungradable", reason=reason)(lang),
             "format_errors": [reason],
             "output": "",
             "tests": [],
@@ -36,9 +35,8 @@ def results(result: SubmissionResult) -> dict:
         for check in exercise.checks:
             message = check.message
             if check.diagnosis_message:
-                message = (
-                    f"{message}\n{say('diagnosis_prefix')(lang)} {check.diagnosis_sentence(lang)}".strip()
-                )
+                prefix = say("report.diagnosis_prefix")(lang)
+                message = f"{message}\n{prefix} {check.diagnosis_sentence(lang)}".strip()
             tests.append(
                 {
                     "name": f"{exercise.id}/{check.id}",
@@ -53,7 +51,7 @@ def results(result: SubmissionResult) -> dict:
     return {
         "gradable": True,
         "score": min(max(score, 0.0), 1.0),
-        "message": msg("summary", score=report.score, max_score=report.max_score, seed=report.seed)(lang),
+        "message": say("lms.summary", score=report.score, max_score=report.max_score, seed=report.seed)(lang),
         "output": "\n\n".join(t for e in report.exercises if (t := printed_output(e, lang))),
         "format_errors": [],
         "tests": tests,

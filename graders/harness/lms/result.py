@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .. import inert
 from ..bounds import NAME_CHARS, bound_report, cap
-from ..i18n import Lang
+from ..i18n import Lang, Text
 from ..models import ExerciseManifest, Report
 
 RESULT_SCHEMA_VERSION = 1
@@ -50,21 +50,37 @@ class SubmissionResult(BaseModel):
             self.report = bound_report(self.report)
         return self
 
+    # Every result is made by one of the two constructors below: a report, or the reason there is none.
+
+    @classmethod
+    def graded(
+        cls, report: Report, *, student: str, source: str, elapsed: float = 0.0, fingerprint: str = ""
+    ) -> SubmissionResult:
+        """A submission that has a report (whatever its score); the report is named after `source`."""
+        if report.submission != source:
+            report = report.model_copy(update={"submission": source})
+        return cls(
+            student=student, source=source, status="graded", seed=report.seed, lang=report.lang,
+            score=report.score, max_score=report.max_score, elapsed=elapsed, fingerprint=fingerprint,
+            report=report,
+        )  # fmt: skip
+
+    @classmethod
+    def unscored(
+        cls, status: Literal["refused", "error"], problem: str, reason: Text, *, student: str, source: str,
+        seed: int, lang: Lang, max_score: float, elapsed: float = 0.0, fingerprint: str = "",
+    ) -> SubmissionResult:  # fmt: skip
+        """A submission with no report: zero points out of `max_score`, `reason` says why."""
+        return cls(
+            student=student, source=source, status=status, problem=problem, reason=reason(lang), seed=seed,
+            lang=lang, score=0.0, max_score=max_score, elapsed=elapsed, fingerprint=fingerprint,
+        )  # fmt: skip
+
     @classmethod
     def from_report(cls, report: Report, elapsed: float = 0.0) -> SubmissionResult:
         """Wrap a single-submission report (the `grade.py --format ...` path)."""
         name = Path(report.submission).name or report.submission
-        return cls(
-            student=name,
-            source=report.submission,
-            status="graded",
-            seed=report.seed,
-            lang=report.lang,
-            score=report.score,
-            max_score=report.max_score,
-            elapsed=elapsed,
-            report=report,
-        )
+        return cls.graded(report, student=name, source=report.submission, elapsed=elapsed)
 
     @property
     def gradable(self) -> bool:

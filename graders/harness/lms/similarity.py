@@ -40,7 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .. import inert
 from ..errors import SubmissionFileError
-from ..i18n import Lang, Text
+from ..i18n import Lang, labels
 from ..notebook import NotebookSources, python_file
 from ..project import Project
 from ..source import read_source, read_submission_file
@@ -52,29 +52,6 @@ THRESHOLD = 0.5
 MAX_PAIRS = 200  # listed per exercise, most similar first (a side-by-side page each); the rest counted
 RESULT_FILE = "similarity.json"
 VIEWS_DIR = "similarity"
-
-LABELS: dict[str, Text] = {
-    "sim_title": Text(zh="代码相似度", en="Code similarity"),
-    "sim_intro": Text(
-        zh="每道练习中两两比较所有提交（copydetect：规范化后的词法单元的指纹，MOSS 的方法；"
-        "发下去的模板代码不计入）。"
-        "下面列出任一方有至少 {threshold}% 的代码与对方重合的配对。相似不等于抄袭：请打开对照页自己判断。",
-        en="Every pair of submissions compared per exercise (copydetect: fingerprints of normalised "
-        "tokens, MOSS's method; the starter code handed out does not count). Listed: the pairs where "
-        "at least {threshold}% of either side's code is shared with the other. Similar is not "
-        "copied: open the side-by-side view and judge.",
-    ),
-    "sim_pair": Text(zh="配对", en="Pair"),
-    "sim_overlap": Text(zh="重合比例", en="Overlap"),
-    "sim_view": Text(zh="对照查看", en="side by side"),
-    "sim_none": Text(zh="没有超过阈值的配对。", en="No pair above the threshold."),
-    "sim_compared": Text(zh="比较的提交数", en="submissions compared"),
-    "sim_shared": Text(zh="重合部分已高亮。", en="Shared code is highlighted."),
-}
-
-
-def similarity_labels(lang: Lang) -> dict[str, str]:
-    return {key: text(lang) for key, text in LABELS.items()}
 
 
 class _Model(BaseModel):
@@ -255,7 +232,6 @@ def run(
     pairs: list[SimilarPair] = []
     left_out: dict[str, int] = {}
     page = _env.get_template("similarity_pair.html.j2")
-    labels = similarity_labels(lang)
     for exercise in exercise_ids:
         starter_path = project.template_path(exercise)
         starter = starter_path.read_text(encoding="utf-8") if starter_path.is_file() else ""
@@ -267,7 +243,7 @@ def run(
             pair = SimilarPair(exercise=exercise, a=a, b=b, overlap_a=sim_a, overlap_b=sim_b, tokens=tokens,
                                view=view)  # fmt: skip
             html = page.render(
-                pair=pair, lang=lang, t=labels,
+                pair=pair, lang=lang, t=labels(lang),
                 left=_segments(codes[exercise][a], slices_a), right=_segments(codes[exercise][b], slices_b),
             )  # fmt: skip
             write_atomic(out / view, html)
