@@ -97,10 +97,14 @@ def forward(
     attention_residual: bool = True,
     ff_residual: bool = True,
     second_norm: str | None = "norm2",
+    ff_input: str = "h",
+    ff_residual_from: str = "h",
 ) -> torch.Tensor:
     """The layer's output in float64 (eval mode: no dropout); the keywords reproduce mistakes:
     `norm_first` (pre-norm), another `activation`, a residual left out, `second_norm` "norm1"
-    (one norm used twice) or None (no norm after the feed-forward block)."""
+    (one norm used twice) or None (no norm after the feed-forward block), the feed-forward block
+    fed the raw attention output (`ff_input` "attention") or its residual taken from the layer's
+    input (`ff_residual_from` "x")."""
     mha_state = {k.removeprefix("self_attn."): v for k, v in state.items() if k.startswith("self_attn.")}
 
     def attention(t):
@@ -113,8 +117,10 @@ def forward(
     if norm_first:
         h = x + attention(_norm(x, state, "norm1"))  # (B, L, E)
         return h + feed_forward(_norm(h, state, second_norm or "norm2"))
-    h = _norm((x if attention_residual else 0) + attention(x), state, "norm1")  # (B, L, E)
-    z = (h if ff_residual else 0) + feed_forward(h)  # (B, L, E)
+    attended = attention(x)  # (B, L, E)
+    h = _norm((x if attention_residual else 0) + attended, state, "norm1")  # (B, L, E)
+    fed = attended if ff_input == "attention" else h
+    z = ((x if ff_residual_from == "x" else h) if ff_residual else 0) + feed_forward(fed)  # (B, L, E)
     return _norm(z, state, second_norm) if second_norm else z
 
 
@@ -153,6 +159,8 @@ def variants(x: torch.Tensor, state: dict[str, torch.Tensor], heads: int) -> dic
         "missing_norm2": dict(second_norm=None),
         "no_activation": dict(activation="none"),
         "gelu_activation": dict(activation="gelu"),
+        "ff_reads_attention": dict(ff_input="attention"),
+        "ff_residual_from_input": dict(ff_residual_from="x"),
     }
     return {diagnosis: forward(x, state, heads, **options) for diagnosis, options in wrong.items()}
 

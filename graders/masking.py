@@ -23,7 +23,7 @@ from graders import multihead as M
 
 MASK_MISTAKES = [
     "mask_inverted", "mask_ignored", "mask_after_softmax", "mask_multiplied", "no_scaling",
-    "fully_masked_uniform", "fully_masked_nan", "empty_test_uses_all",
+    "fully_masked_uniform", "fully_masked_nan", "empty_test_uses_all", "context_before_zeroing",
 ]  # fmt: skip
 CROSS_MISTAKES = [
     "self_vs_cross", "causal_in_cross", "memory_mask_ignored", "memory_mask_inverted", "no_scaling",
@@ -56,6 +56,8 @@ def attention(q, k, v, mask=None, *, mistake: str = "") -> tuple[torch.Tensor, t
         test = torch.all if mistake == "empty_test_uses_all" else torch.any
         allowed = test(mask, dim=-1, keepdim=True)
         weights = torch.softmax(scores.masked_fill(~mask, float("-inf")).masked_fill(~allowed, 0.0), dim=-1)
+        if mistake == "context_before_zeroing":  # the context taken while an empty row is still uniform
+            return weights @ v.double(), weights * allowed
         weights = weights * allowed
     return weights @ v.double(), weights
 

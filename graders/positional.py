@@ -63,7 +63,7 @@ def pe_variants(seq_len: int, d_model: int) -> dict[str, torch.Tensor]:
     pos = _positions(seq_len)
     j = torch.arange(d_model, dtype=torch.float64)
     two_i = 2 * torch.div(j, 2, rounding_mode="floor")
-    return {
+    out = {
         "pe_sin_cos_swapped": _interleaved(pos / 10000.0 ** (two_i / d_model), swap=True),
         "pe_concatenated": _concatenated(seq_len, d_model),
         # the angles never multiplied by pos: every row is the row of pos = 1
@@ -85,6 +85,11 @@ def pe_variants(seq_len: int, d_model: int) -> dict[str, torch.Tensor]:
         "pe_integer_values": sinusoidal(seq_len, d_model).trunc(),
         "pe_pos_and_i_swapped": _interleaved(two_i / 2 / 10000.0 ** (2 * pos / d_model)),
     }
+    if d_model % 2:  # a loop over the d_model // 2 (sin, cos) pairs: the last (sine) column stays 0
+        last_zero = sinusoidal(seq_len, d_model)
+        last_zero[:, -1] = 0.0
+        out["pe_odd_last_column_zero"] = last_zero
+    return out
 
 
 def _odd_columns(table: torch.Tensor, of_angle) -> torch.Tensor:

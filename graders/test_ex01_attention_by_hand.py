@@ -230,6 +230,12 @@ def test_weights_match_scores(student, evidence):
         "rounded_too_coarsely": expected.round(decimals=1),
         "softmax_plus_one": torch.exp(scores) / (1 + torch.exp(scores).sum(-1, keepdim=True)),
         "divided_by_sum_of_scores": torch.exp(scores) / scores.sum(-1, keepdim=True),
+        "softmax_of_negated_scores": torch.softmax(-scores, dim=-1),
+        "hard_attention": (scores == scores.amax(-1, keepdim=True)).double()
+        / (scores == scores.amax(-1, keepdim=True)).sum(-1, keepdim=True),
+        "l2_normalised": torch.exp(scores) / torch.exp(scores).norm(dim=-1, keepdim=True),
+        "max_shift_in_numerator_only": torch.exp(scores - scores.amax(-1, keepdim=True))
+        / torch.exp(scores).sum(-1, keepdim=True),
         "diagonal_masked": torch.softmax(
             scores.masked_fill(torch.eye(*scores.shape, dtype=torch.bool), float("-inf")), -1
         )
@@ -255,6 +261,7 @@ def test_context_matches_weights(student):
         "context_from_q": weights @ Q,
         "context_rounded": (weights @ V).round(),
         "context_values_reversed": weights @ V.flip(0),
+        "context_values_shifted": [weights @ V.roll(-1, 0), weights @ V.roll(1, 0)],
         "context_is_v": V,
         "context_averaged": weights @ V / weights.shape[-1],
         "context_plus_v": weights @ V + V,

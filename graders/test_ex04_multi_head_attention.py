@@ -22,6 +22,7 @@ BAD_SPLITS = [(10, 3), (12, 5), (6, 4)]
 ROW_SUM_ATOL = 1e-3  # a softmax computed in half precision still sums to one within this
 BACKWARD_ERRORS = {"inplace_breaks_backward": r"modified by an inplace operation"}
 KNOWN_ERRORS = {
+    "valid_split_rejected": r"(?s)^ValueError: .*\n.*\braise ValueError\b",  # every size the checks use is valid
     "view_not_contiguous": r"view size is not compatible with input tensor's size and stride",
     "k_transpose_batched": r"(?s)RuntimeError.*\n.*\b[A-Za-z_]\w*\.T\b",
 }
@@ -48,10 +49,16 @@ def student_layer(
 
 
 def run(layer, x, name="SimpleMultiHeadAttention.forward(x)", *, heads):
-    """(output, weights) of the student's forward, read as meant: the other order, or the output
-    alone, taken for what they are (`mha_shapes` charges the order)."""
+    """(output, weights) of the student's forward, read as meant: the other order, the output alone,
+    or the weights with the heads still folded into the batch, taken for what they are (`mha_shapes`
+    charges the layout)."""
     batch, length, embed = x.shape
-    return expect.pair_as_meant(layer(x), name, ((batch, length, embed), (batch, heads, length, length)))
+    output, weights = expect.pair_as_meant(
+        layer(x), name, ((batch, length, embed), (batch, heads, length, length))
+    )
+    if isinstance(weights, torch.Tensor) and tuple(weights.shape) == (batch * heads, length, length):
+        weights = weights.reshape(batch, heads, length, length)  # heads left folded into the batch
+    return output, weights
 
 
 LAYERS_TEXT = Text(
@@ -171,6 +178,7 @@ def test_mha_shapes(student, rng):
                                                ("output", "weights"))  # fmt: skip
         expect.tensor(weights, "weights", (batch, heads, length, length), finite=False,
                       shape_variants={"weights_averaged": (batch, length, length),
+                                      "heads_folded_into_batch": (batch * heads, length, length),
                                       "heads_not_moved": (batch, length, heads, heads),
                                       "sequence_first": (length, heads, batch, batch)})  # fmt: skip
         expect.tensor(output, "output", (batch, length, embed), finite=False)

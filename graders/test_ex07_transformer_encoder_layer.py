@@ -26,6 +26,7 @@ PROBE_BATCH, PROBE_LENGTH = 4, 16
 SHARE_TOL = 0.06  # ≥ 6.5 standard deviations of the zeroed share over DRAWS·B·L·8 entries
 SCALE_RTOL = 1e-3
 KNOWN_ERRORS = {
+    "mha_args_swapped": r"^ValueError: \d+ features cannot be cut into \d+ heads",  # the stand-in exercise 4's check
     "mha_pair_not_unpacked": r"unsupported operand type\(s\) for \+: 'Tensor' and 'tuple'|'tuple' object has no attribute|must be Tensor, not tuple",
 }  # fmt: skip
 SITES = {  # probe -> (where, in en and zh; share zeroed; scale of what is kept)

@@ -127,6 +127,18 @@ COMMON_DIAGNOSES: dict[str, DiagnosisSpec] = {
             en="The forward pass overwrites or ignores a value it is given: do not re-initialise parameters or rewrite inputs in forward; only read them.",
         )
     ),
+    "bmm_needs_3d": DiagnosisSpec(
+        message=Text(
+            zh="torch.bmm 只接受三维张量 (B, n, m)：没有批次维的二维输入或多出一维的四维输入都会报错。改用 @（torch.matmul），并用 transpose(-2, -1)，它们适用于任意多个前导维度。",
+            en="torch.bmm takes 3-D tensors (B, n, m) only: 2-D input without a batch axis, or 4-D input with one more, raises. Use @ (torch.matmul) with transpose(-2, -1): they take any number of leading dimensions.",
+        )
+    ),
+    "attribute_never_set": DiagnosisSpec(
+        message=Text(
+            zh="你的代码读取了对象上一个从未设置过的属性（self.某个名字）：对照 __init__ 里保存的名字和 forward 里读取的名字（拼写、大小写、下划线）。",
+            en="Your code reads an attribute that was never set on the object (self.<name>): compare the names __init__ saves with the names forward reads (spelling, case, underscores).",
+        )
+    ),
     "low_precision": DiagnosisSpec(
         message=Text(
             zh="`{name}` 的每个值都恰好是 {dtype} 能表示的数，并且只对到大约三位有效数字：你在计算中用了半精度（.half()、float16 或 bfloat16）。请保持输入的 dtype 计算。",
@@ -175,6 +187,8 @@ COMMON_ERRORS: dict[str, str] = {
     r"expected scalar type (Long|Int)|(Float|Double) did not match (Long|Int)|(Long|Int) did not match (Float|Double)|"
     r"same dtype, but got: (float|double) != long|same dtype, but got: long int != (float|double)",
     "number_not_tensor": r"must be Tensor, not (int|float)",
+    "bmm_needs_3d": r"batch[12] must be a 3D tensor",
+    "attribute_never_set": r"^AttributeError: '(?!Tensor'|tuple'|list'|int'|float'|NoneType'|dict'|str'|module')\w+' object has no attribute",
     "forward_missing": r"missing the required \"forward\" function",
     "signature_mismatch": r"^TypeError: .*(missing \d+ required positional argument|takes \d+ positional arguments? but \d+ (was|were) given|got an unexpected keyword argument)",
     "caret_is_xor": r"unsupported operand type\(s\) for \^",
