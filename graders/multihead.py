@@ -24,13 +24,11 @@ LAYERS = ["query", "key", "value", "out_proj"]
 
 
 def missing_layers(info: dict, embed: int) -> list[str]:
-    """The projections of LAYERS that a module (as `expect.introspect` describes it) does not hold
+    """The projections of LAYERS that a module (as `expect.introspect` confirms it) does not hold
     as nn.Linear(embed, embed) with a bias."""
-    params = {name: shape for name, shape, _ in info.get("parameters", [])}
-    return [
-        name for name in LAYERS
-        if params.get(f"{name}.weight") != [embed, embed] or params.get(f"{name}.bias") != [embed]
-    ]  # fmt: skip
+    linear = info.get("linear", {})
+    return [name for name in LAYERS if linear.get(name) != [embed, embed, True]]
+
 
 
 Split = Callable[[torch.Tensor, int], torch.Tensor]

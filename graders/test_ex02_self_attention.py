@@ -361,11 +361,9 @@ def test_sdpa_gradients(student, rng):
 def test_layer_structure(student):
     embed = 6
     info = expect.introspect(student.SimpleSelfAttention(embed))
-    params = {name: shape for name, shape, _ in info.get("parameters", [])}
     missing = [
-        name for name in LAYERS
-        if params.get(f"{name}.weight") != [embed, embed] or params.get(f"{name}.bias") != [embed]
-    ]  # fmt: skip
+        name for name in LAYERS if info["linear"].get(name) != [embed, embed, True]
+    ]  # confirmed layers
     expect.true(info.get("is_nn_module", False) and not missing,
                 LAYERS_TEXT.format(embed=embed, missing=", ".join(missing) or "nn.Module"))  # fmt: skip
 

@@ -11,14 +11,20 @@ evade both to score:
   banned thing (kind ``"banned"``), and dynamic access (kind ``"dynamic"``): ``eval``, ``exec``,
   ``compile``, ``__import__``, ``importlib``, ``functional_call``, ``vars()``, ``globals()``, ``getattr``/
   ``setattr``/``delattr`` with a computed name, assignment to an attribute of a torch namespace,
-  ``sys.modules``, and the dunder attributes that reach behind a function or module (``__dict__``,
+  and the dunder attributes that reach behind a function or module (``__dict__``,
   ``__closure__``, ``__wrapped__``, ``__globals__``…), which is also what tampering with the
-  tripwire below takes. The student's own names (a function of theirs called like a banned one,
-  ``self.…`` attributes) are theirs.
+  tripwire below takes; and detours (kind ``"indirect"``, a message of its own): a module reached
+  through another (``.sys``, ``.modules`` on any object, ``sys`` as a name, ``warnings.sys.modules``),
+  the interpreter's object graph and stack frames (``gc.get_objects``, ``_getframe``, ``f_globals``,
+  ``f_back``…), an attribute named by a string (``operator.attrgetter``/``methodcaller``, or such a
+  name as a string constant) and ``getattr``/``setattr`` passed around as values (``reduce(getattr,
+  …)``). The student's own names (a function of theirs called like a banned one, ``self.…``
+  attributes, ``model.modules()``) are theirs.
 * the tripwire (`Tripwire`, installed inside the worker when the module loads: see
   `sandbox.worker`) wraps every banned function and class in the worker's torch before the
   submission runs, and records each call made while the submission's code is on the stack, with
-  its line. `tripwire_findings(student)` asks the worker for them (kind ``"tripwire"``).
+  its line, sending each hit to the trusted side the moment it happens (the worker cannot take it
+  back). `tripwire_findings(student)` reads that record (kind ``"tripwire"``).
 
 A source that does not parse gives no static finding: the sandbox reports the syntax error.
 """
@@ -33,7 +39,7 @@ from typing import Literal
 
 from .source import read_module_source, read_source
 
-Kind = Literal["banned", "dynamic", "tripwire"]
+Kind = Literal["banned", "dynamic", "indirect", "tripwire"]
 
 DYNAMIC_CALLS = {
     "eval", "exec", "compile", "__import__", "vars", "globals", "locals", "functional_call", "import_module",
@@ -46,6 +52,14 @@ DUNDERS = {
     "__kwdefaults__", "__loader__", "__spec__", "__self__", "__setattr__", "__delattr__",
 }  # fmt: skip
 NAMESPACE_ROOTS = ("torch", "numpy")
+# detours: a module through another, the interpreter's object graph and frames, attributes by string
+INDIRECT_ATTRS = {
+    "sys", "get_objects", "get_referrers", "get_referents", "_getframe", "f_globals", "f_locals", "f_back",
+    "f_builtins", "f_code", "tb_frame", "tb_next", "gi_frame", "cr_frame", "ag_frame", "attrgetter",
+    "methodcaller", "currentframe",
+}  # fmt: skip
+INDIRECT_NAMES = {"sys", "gc", "inspect", "attrgetter", "methodcaller", "get_objects", "_getframe"}
+INDIRECT_STRINGS = INDIRECT_ATTRS | {"modules", "gc", "inspect"}
 
 
 @dataclass(frozen=True)
@@ -90,6 +104,7 @@ class _Scan:
             id(n.value) for n in nodes if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)
         }
         self.torch_names = self._torch_names(tree)
+        self.called = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
         self.found: list[Finding] = []
 
     @staticmethod
@@ -126,6 +141,8 @@ class _Scan:
                     self.add("banned", f"from {node.module} import {a.name}", node)
                 elif a.name in DYNAMIC_NAMES:
                     self.add("dynamic", f"from {node.module} import {a.name}", node)
+                elif a.name in INDIRECT_NAMES or a.name == "modules":
+                    self.add("indirect", f"from {node.module} import {a.name}", node)
         elif isinstance(node, ast.Import):
             for a in node.names:
                 if a.name.split(".")[0] in DYNAMIC_NAMES:
@@ -135,6 +152,10 @@ class _Scan:
                 self.add("banned", node.id, node)
             elif node.id in DYNAMIC_NAMES or (node.id in DYNAMIC_CALLS and node.id not in self.defined):
                 self.add("dynamic", node.id, node)
+            elif node.id in INDIRECT_NAMES and node.id not in self.defined:
+                self.add("indirect", node.id, node)
+            elif node.id in ATTRIBUTE_CALLS and node.id not in self.defined and id(node) not in self.called:
+                self.add("indirect", node.id, node)  # getattr as a value: reduce(getattr, names, F)
         elif isinstance(node, ast.Call):
             self.call(node)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -145,6 +166,8 @@ class _Scan:
                 self.add("banned", repr(node.value), node)
             elif node.value in DUNDERS or node.value in DYNAMIC_NAMES:
                 self.add("dynamic", repr(node.value), node)
+            elif node.value in INDIRECT_STRINGS:
+                self.add("indirect", repr(node.value), node)
         elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
             targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
             for target in targets:
@@ -159,8 +182,10 @@ class _Scan:
             self.add("dynamic", ast.unparse(node), node)
         elif node.attr in DYNAMIC_NAMES or node.attr in ("functional_call", "import_module"):
             self.add("dynamic", ast.unparse(node), node)
-        elif node.attr == "modules" and _last(node.value) == "sys":
-            self.add("dynamic", ast.unparse(node), node)
+        elif node.attr in INDIRECT_ATTRS and not own:
+            self.add("indirect", ast.unparse(node), node)
+        elif node.attr == "modules" and id(node) not in self.called and not own:  # model.modules() is fine
+            self.add("indirect", ast.unparse(node), node)
 
     def call(self, node: ast.Call) -> None:
         name = node.func.id if isinstance(node.func, ast.Name) else None
@@ -196,7 +221,7 @@ def static_findings(data: bytes, banned: Sequence[str]) -> list[Finding]:
     scan = _Scan(tree, last_names(banned))
     for node in ast.walk(tree):
         scan.visit(node)
-    order = {"banned": 0, "dynamic": 1, "tripwire": 2}
+    order = {"banned": 0, "dynamic": 1, "indirect": 2, "tripwire": 3}
     return sorted(set(scan.found), key=lambda f: (f.line, order[f.kind], f.what))
 
 

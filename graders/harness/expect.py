@@ -431,11 +431,129 @@ def true(condition: bool, text: Text, diagnosis: str | None = None, **params) ->
 # ---------------------------------------------------------------- calls into the submission
 
 
+MAX_CONFIRMED_ELEMENTS = 1 << 22  # parameters a structure check will fill with a random state of its own
+
+
 def introspect(obj) -> dict:
-    """What the worker can tell about one of the submission's objects without running its code:
-    its class, and for an nn.Module its parameters `[name, shape, requires_grad]`, buffers,
-    submodules and training flag."""
-    return _remote(obj)._introspect()
+    """What one of the submission's objects is, as far as the trusted side can confirm it.
+
+    The worker runs the student's process, so its description (class, parameters, submodules) is a
+    claim that a submission can forge. Only confirmed facts are returned (docs/instructors.md, "The
+    trust boundary"): `class`, `module`, `is_nn_module`, `training` and `modules` ([name, class,
+    module] of each submodule) as claimed, which a check may use only to fail; `parameters`
+    `[name, shape, requires_grad]`, only those that took a random state the grader drew (strict
+    `load_state_dict`) and gave exactly that state back (`state_dict`); and `linear`, name ->
+    `[out_features, in_features, has_bias]` of each submodule with a confirmed 2-D `weight` that,
+    called on an input of the grader's, computes `x @ weight.T + bias` with that state. A forger
+    must in effect build the layers to have them confirmed; a correct layer whose own forward is
+    wrong still has them. The module's original state is loaded back afterwards."""
+    remote = _remote(obj)
+    claims = remote._introspect()
+    info = dict(claims) if type(claims) is dict else {}
+    claimed = info.get("parameters")
+    info["parameters"], info["linear"] = [], {}
+    if type(info.get("modules")) is not list:
+        info["modules"] = []
+    if info.get("is_nn_module") is not True or type(claimed) is not list:
+        return info
+    try:
+        confirmed = _confirm_state(remote, _parameter_claims(claimed))
+    except StudentCodeError:  # its state_dict or load_state_dict raised: nothing is confirmed
+        return info
+    if confirmed is None:
+        return info
+    state, original = confirmed
+    info["parameters"] = [[name, list(t.shape), rg] for name, (t, rg) in state.items()]
+    info["linear"] = _confirm_linear(remote, {name: t for name, (t, _) in state.items()})
+    try:
+        remote.load_state_dict(original)
+    except StudentCodeError:
+        pass
+    return info
+
+
+def _parameter_claims(claimed: list) -> dict[str, tuple[tuple[int, ...], bool]]:
+    """The worker's [name, shape, requires_grad] claims that are well formed, within the size cap."""
+    out: dict[str, tuple[tuple[int, ...], bool]] = {}
+    total = 0
+    for item in claimed:
+        if not (type(item) is list and len(item) == 3 and type(item[0]) is str and type(item[1]) is list):
+            continue
+        shape = item[1]
+        if not all(type(n) is int and 0 <= n for n in shape) or len(shape) > 8:
+            continue
+        total += math.prod(shape)
+        if total > MAX_CONFIRMED_ELEMENTS:
+            break
+        out[item[0]] = (tuple(shape), item[2] is True)
+    return out
+
+
+def _state_of(remote) -> dict | None:
+    state = remote.state_dict()
+    if type(state) is not dict or not all(
+        type(k) is str and isinstance(v, torch.Tensor) for k, v in state.items()
+    ):
+        return None
+    return state
+
+
+def _confirm_state(remote, claims: dict) -> tuple[dict, dict] | None:
+    """({name: (random tensor, requires_grad)} of the claimed parameters the module took and gave
+    back exactly, its original state), or None when it holds no state to confirm."""
+    import secrets
+
+    original = _state_of(remote)
+    if original is None:
+        return None
+    gen = torch.Generator().manual_seed(secrets.randbits(62))
+    drawn: dict[str, tuple[torch.Tensor, bool]] = {}
+    for name, (shape, rg) in claims.items():
+        held = original.get(name)
+        if held is not None and tuple(held.shape) == shape and held.dtype.is_floating_point:
+            drawn[name] = (torch.randn(shape, generator=gen, dtype=torch.float64).to(held.dtype), rg)
+    if not drawn:
+        return None
+    remote.load_state_dict(dict(original, **{name: t for name, (t, _) in drawn.items()}))  # strict
+    back = _state_of(remote) or {}
+    kept = {
+        name: (t, rg) for name, (t, rg) in drawn.items()
+        if isinstance(back.get(name), torch.Tensor) and back[name].dtype == t.dtype
+        and back[name].shape == t.shape and torch.equal(back[name], t)
+    }  # fmt: skip
+    return kept, original
+
+
+def _confirm_linear(remote, state: dict[str, torch.Tensor]) -> dict[str, list]:
+    """name -> [out, in, has_bias] of each submodule whose confirmed `weight` (2-D) and `bias` it
+    applies as a linear layer to an input of the grader's."""
+    import secrets
+
+    gen = torch.Generator().manual_seed(secrets.randbits(62))
+    out: dict[str, list] = {}
+    for name, weight in state.items():
+        prefix = name.removesuffix(".weight")
+        if not name.endswith(".weight") or weight.dim() != 2:
+            continue
+        bias = state.get(f"{prefix}.bias")
+        if bias is not None and tuple(bias.shape) != (weight.shape[0],):
+            continue
+        x = torch.randn(3, weight.shape[1], generator=gen, dtype=torch.float64)
+        try:
+            layer = remote
+            for part in prefix.split("."):
+                layer = getattr(layer, part)
+            got = layer(x.to(weight.dtype))
+        except (StudentCodeError, CheckFailed, AttributeError):
+            continue
+        expected = x @ weight.double().T + (bias.double() if bias is not None else 0.0)
+        if not isinstance(got, torch.Tensor) or tuple(got.shape) != tuple(expected.shape):
+            continue
+        error = (got.double() - expected).abs().max().item()
+        scale = expected.abs().max().item() + 1.0
+        if error <= 256 * torch.finfo(weight.dtype).eps * scale * math.sqrt(weight.shape[1] + 1):
+            out[prefix] = [int(weight.shape[0]), int(weight.shape[1]), bias is not None]
+    return out
 
 
 def vjp(fn, args: Sequence, grad_args: Sequence[int], cotangents: Sequence) -> dict:
@@ -654,6 +772,15 @@ DYNAMIC_ACCESS = Text(
 )
 
 
+INDIRECT_ACCESS = Text(
+    zh="第 {line} 行绕道取用模块或属性（{found}）：经由别的对象取得解释器的内部（sys.modules、gc、栈帧），"
+    "或按字符串名取属性（attrgetter、methodcaller）；本题要求按名字直接调用你用到的函数。",
+    en="Line {line} takes a detour to a module or attribute ({found}): the interpreter's internals reached"
+    " through another object (sys.modules, gc, stack frames) or an attribute named by a string (attrgetter,"
+    " methodcaller); this exercise asks you to call what you use by its name.",
+)
+
+
 def by_hand_rule(
     task: Text, uses: Text = TORCH_ATTENTION, diagnosis: str = "uses_builtin_attention"
 ) -> dict[str, tuple[Text, str]]:
@@ -671,6 +798,7 @@ def by_hand_rule(
     return {
         "banned": (static, diagnosis),
         "dynamic": (DYNAMIC_ACCESS, "dynamic_torch_access"),
+        "indirect": (INDIRECT_ACCESS, "dynamic_torch_access"),
         "tripwire": (ran, diagnosis),
     }
 

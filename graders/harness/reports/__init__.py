@@ -1,6 +1,10 @@
 """Render a `Report` as terminal text, HTML, Markdown or JSON. Every format comes from the one model.
 
 HTML and Markdown go through Jinja templates (HTML with autoescape); JSON is the model itself.
+In the terminal report, every line of a text that can hold a student's words (a check's message,
+a traceback, what the code printed) starts with the gutter `GUTTER`, which the report never puts at
+the start of a line of its own; names and one-line fields are shown on one line. So no student text
+can make a line that `text_line_kind` (the report's own line grammar) reads as a check or a total.
 Given the project, the HTML report also carries the statements of its exercises, rendered, and a
 diagnosis links to the section of the statement that explains its mistake.
 """
@@ -22,6 +26,11 @@ from ..project import Project
 from ..statements import RenderedStatement, render_statement
 
 TEMPLATES = Path(__file__).with_name("templates")
+GUTTER = "\u2502 "  # "│ ": before every line of quoted text in the terminal report
+MARKS = "✔✘!⏱…"
+_CHECK_LINE = re.compile(rf"^  \S*[{MARKS}]\S* .*\(\S+/\S+, [^)]*\)\S*$")
+_CAUSE_LINE = re.compile(r"^  \S*✘ .*\[[^\]]+\]\S*$")
+_EXERCISE_LINE = re.compile(r"^\S.*  \[\S+ / \S+\]$")
 FORMATS = ("text", "html", "md", "json")
 
 _env = jinja2.Environment(
@@ -59,10 +68,35 @@ def _code_spans(text: str) -> Markup:
     return Markup(CODE_SPAN.sub(r"<code>\1</code>", str(escape(text))))
 
 
+def _quoted(text: str, indent: str) -> str:
+    """Student-controlled text, one or more lines, each behind `indent` and the gutter."""
+    return "\n".join(f"{indent}{GUTTER}{line}" for line in inert.terminal(text).split("\n"))
+
+
+def text_line_kind(line: str, total_label: str) -> str:
+    """What a line of the terminal report is, read by the report's own grammar: "check", "cause",
+    "total", "exercise", "quoted" (behind the gutter) or "other" (titles, labels, blank lines).
+    `total_label` is the report language's word for the total (`labels(lang).report.total`)."""
+    line = re.sub(r"\x1b\[[0-9;]*m", "", line)  # the report's own colours
+    if line.lstrip(" ").startswith(GUTTER):
+        return "quoted"
+    if line.startswith(f"{total_label}: "):
+        return "total"
+    if _CAUSE_LINE.match(line) and not _CHECK_LINE.match(line):
+        return "cause"
+    if _CHECK_LINE.match(line):
+        return "check"
+    if _EXERCISE_LINE.match(line):
+        return "exercise"
+    return "other"
+
+
 _env.filters["pts"] = _fmt
 _env.filters["code_spans"] = _code_spans
 # Student-controlled text is data (see `inert`): each format's template applies its own filter.
 _env.filters["term"] = inert.terminal
+_env.filters["term_line"] = inert.single_line
+_env.filters["quoted"] = _quoted
 _env.filters["md"] = inert.markdown
 _env.filters["md_cell"] = lambda text: inert.markdown(text, inline=True)
 _env.filters["md_code"] = inert.markdown_code

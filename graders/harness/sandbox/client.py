@@ -29,6 +29,8 @@ from . import isolation, wire
 from .launch import ALLOWED_IMPORTS, BOOT, ZygoteLaunch, ZygoteStartFailed, claim, default_options
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+MAX_EVENTS_PER_REQUEST = 1000  # event frames (tripwire hits) the worker may send before its reply
+MAX_TRIPWIRE_RECORD = 100  # tripwire hits kept per worker (the worker sends each (module, name) once)
 
 FULL = frozenset({
     "pid-namespace", "mount-namespace", "network-namespace", "empty-root", "unprivileged-uid",
@@ -399,6 +401,8 @@ class SandboxWorker:
         self._cpu_fd: int | None = None
         self._cpu_path = ""
         self._seq = 0
+        self.tripwire_hits: list[tuple[str | None, str, int]] = []  # sent by the worker as they happen
+        self._banned: dict[str, set[str]] = {}  # module -> the names its tripwire watches (from `load`)
         self._out_fd: int | None = out_fd
         self._out_lock = threading.Lock()
         os.set_blocking(out_fd, False)
@@ -575,14 +579,24 @@ class SandboxWorker:
             if header is not None:
                 self.sock.settimeout(timeout)
                 wire.send_frame(self.sock, dict(header, cpu=cpu_budget, seq=self._seq), buffers)
-            self._wait_readable(deadline, cpu_budget)
+            if header is not None and header.get("op") == "load":
+                self._banned[str(header.get("module"))] = {str(b) for b in header.get("banned") or []}
             limits = self.pool.limits
-            reply, bufs = wire.recv_frame(
-                self.sock, deadline, limits.reply_bytes, max_header_bytes=limits.reply_header_bytes,
-                max_depth=limits.reply_depth, max_string_chars=limits.reply_string_chars,
-            )  # fmt: skip
+            for _ in range(MAX_EVENTS_PER_REQUEST + 1):
+                self._wait_readable(deadline, cpu_budget)
+                reply, bufs = wire.recv_frame(
+                    self.sock, deadline, limits.reply_bytes, max_header_bytes=limits.reply_header_bytes,
+                    max_depth=limits.reply_depth, max_string_chars=limits.reply_string_chars,
+                )  # fmt: skip
+                if "event" not in reply:
+                    break
+                self._event(reply)
+            else:
+                raise wire.WireError(f"more than {MAX_EVENTS_PER_REQUEST} event frames for one request")
             if header is not None and reply.get("seq") != self._seq:  # forged or stale: out of turn
                 raise wire.WireError("a reply arrived out of turn")
+            if header is not None and header.get("op") == "tripwire" and reply.get("ok") is True:
+                reply["value"] = self.tripwire_report(header.get("target"), reply.get("value"))
             return reply, bufs
         except (wire.ChannelTimeout, TimeoutError) as exc:
             self.kill()
@@ -599,6 +613,30 @@ class SandboxWorker:
         except (wire.WireError, OSError) as exc:
             self.kill()
             raise WorkerProtocolError(str(exc)) from exc
+
+    def _event(self, frame: dict) -> None:
+        """Keep a tripwire hit the worker sent as it happened (see `worker.Tripwire`)."""
+        if frame.get("event") != "tripwire":
+            raise wire.WireError("unknown event frame")
+        module, what, line = frame.get("module"), frame.get("what"), frame.get("line")
+        if not (module is None or type(module) is str) or type(what) is not str or type(line) is not int:
+            raise wire.WireError("malformed tripwire event")
+        if len(self.tripwire_hits) < MAX_TRIPWIRE_RECORD:
+            self.tripwire_hits.append((module, what[:200], line))
+
+    def tripwire_report(self, target, worker_says) -> list[list]:
+        """The tripwire's record for the module `target` names, [[banned name, line], ...]: the hits
+        this side received (calls from its code, or from no student code, of the names it bans),
+        then whatever wrapper the worker says was undone. The worker's own list of hits is not read:
+        code in the worker can erase it."""
+        module = target.get("$module") if type(target) is dict else None
+        banned = self._banned.get(str(module), set())
+        mine = (module, None)
+        out = [[what, line] for who, what, line in self.tripwire_hits if what in banned and who in mine]
+        for item in worker_says if type(worker_says) is list else []:
+            if type(item) is list and item and type(item[0]) is str and item[0].endswith("(tripwire undone)"):
+                out.append([item[0], 0])
+        return out[:MAX_TRIPWIRE_RECORD]
 
     def kill(self) -> None:
         """SIGKILL the worker's process group now (the zygote's `reap` in `close` sweeps the rest)."""

@@ -18,6 +18,7 @@ import importlib
 import importlib.machinery
 import random
 import sys
+import threading
 import traceback
 import types
 
@@ -41,16 +42,22 @@ class Tripwire:
     `arm(module, banned)` wraps each banned dotted name of this worker's torch (a function: the
     attribute is replaced by a wrapper; a class: its `__init__` is), once, before the module `module`
     runs. A wrapper records the call with the line of the innermost student frame on the stack (none
-    when only torch's own code is there) and calls through. `report(module)` gives the calls of names
-    that module bans, made from its code or from no student code at all, plus any wrapper found
-    undone (a submission that restored the original: which the static check sees it do).
+    when only torch's own code is there) and calls through. Each first hit of a (module, name) pair
+    is sent to the trusted side at once, before the wrapped function runs (`notify`: a frame on the
+    worker's socket, which nothing in the worker can take back); the trusted side keeps the record
+    (`SandboxWorker.tripwire_report`), so erasing `hits` here erases nothing. `report(module)` gives
+    the calls of names that module bans, made from its code or from no student code at all, plus
+    any wrapper found undone (a submission that restored the original: which the static check sees
+    it do).
     """
 
-    def __init__(self, owner_of) -> None:
+    def __init__(self, owner_of, notify=None) -> None:
         self.owner_of = owner_of  # globals dict -> the exercise module it belongs to, or None
+        self.notify = notify  # (module or None, dotted name, line) -> None: tells the trusted side
         self.banned_of: dict[str, set[str]] = {}
         self.installed: dict[str, tuple] = {}  # dotted name -> (owner, attribute, wrapper)
         self.hits: list[tuple] = []  # (module or None, dotted name, line)
+        self.sent: set[tuple] = set()  # (module or None, dotted name) already sent
 
     @staticmethod
     def _resolve(dotted: str):
@@ -99,16 +106,20 @@ class Tripwire:
         return tripwire
 
     def record(self, dotted: str) -> None:
-        if len(self.hits) >= MAX_TRIPWIRE_HITS:
-            return
-        frame = sys._getframe(2)
+        frame, owner, line = sys._getframe(2), None, 0
         while frame is not None:
             owner = self.owner_of(frame.f_globals)
             if owner is not None:  # the exercise's own code, or a sibling module it imported
-                self.hits.append((owner, dotted, frame.f_lineno))
-                return
+                line = frame.f_lineno
+                break
             frame = frame.f_back
-        self.hits.append((None, dotted, 0))
+        key = (owner, dotted)
+        if key in self.sent or len(self.sent) >= MAX_TRIPWIRE_HITS:  # one hit per pair: no flood hides one
+            return
+        self.sent.add(key)
+        self.hits.append((owner, dotted, line))
+        if self.notify is not None:
+            self.notify(owner, dotted, line)
 
     def report(self, module: str) -> list[list]:
         banned = self.banned_of.get(module, set())
@@ -132,7 +143,16 @@ class Worker:
         self.owners: dict[int, str] = {}  # id(module.__dict__) of every student module -> its exercise
         self.sibling_sources: dict[str, dict[str, tuple[str, bytes]]] = {}  # exercise -> name -> file, source
         self.siblings: dict[tuple[str, str], types.ModuleType] = {}  # (exercise, name) -> its copy
-        self.tripwire = Tripwire(self.owner_of)
+        self._sendall = sock.sendall  # bound now: rebinding the socket class later changes nothing here
+        self._pack = wire.pack_frame
+        self._send_lock = threading.Lock()  # a frame is never interleaved with another thread's
+        self.tripwire = Tripwire(self.owner_of, self._tripwire_event)
+
+    def _tripwire_event(self, module: str | None, dotted: str, line: int) -> None:
+        """Send one tripwire hit to the trusted side now, as an event frame (it carries no `seq`)."""
+        frame = self._pack({"event": "tripwire", "module": module, "what": dotted, "line": int(line)})
+        with self._send_lock:
+            self._sendall(frame)
 
     def owner_of(self, namespace) -> str | None:
         """The exercise module whose code runs with `namespace` as its globals, or None."""
@@ -386,7 +406,8 @@ class Worker:
                 frame = wire.pack_frame(header, out)
             except BaseException as exc:
                 frame = wire.pack_frame(dict(self._error_reply(exc), seq=req.get("seq")))
-            self.sock.sendall(frame)
+            with self._send_lock:
+                self._sendall(frame)
 
 
 def main(sock, allowed_imports) -> None:
