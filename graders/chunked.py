@@ -27,6 +27,10 @@ def online(
     drop_last: bool = False,
     per_chunk_softmax: bool = False,
     final_division: bool = True,
+    chunk_end: int = 0,
+    rescale_after_adding: bool = False,
+    max_before_correction: bool = False,
+    denominator_over_all: bool = False,
 ) -> torch.Tensor:
     """The context (..., L, d_v) in float64, computed `chunk` keys at a time.
 
@@ -35,7 +39,12 @@ def online(
     `rescale_sum` / `rescale_denominator=False`: the running numerator / denominator is not
     multiplied by exp(m_old − m_new) when the maximum rises; `drop_last`: only the S // chunk full
     chunks are visited; `per_chunk_softmax`: each chunk is normalised on its own and the chunks'
-    contexts averaged; `final_division=False`: the running numerator is returned as it is.
+    contexts averaged; `final_division=False`: the running numerator is returned as it is;
+    `chunk_end=-1`: each chunk's slice ends one key early (an inclusive end read as exclusive);
+    `rescale_after_adding`: the new chunk is added, then the sums rescaled (the new chunk too);
+    `max_before_correction`: the running maximum is overwritten before the correction is taken, so
+    the correction is exp(0) = 1; `denominator_over_all`: the chunk's p summed over every entry, not
+    per query row.
     """
     q, k, v = q.double(), k.double(), v.double()
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
@@ -53,15 +62,25 @@ def online(
     l = torch.zeros_like(m)  # noqa: E741
     acc = torch.zeros((*q.shape[:-1], v.shape[-1]), dtype=torch.float64)  # (..., L, d_v)
     for s in starts:
-        scores = q @ k[..., s : s + chunk, :].transpose(-2, -1) * scale  # (..., L, c)
+        end = s + chunk + chunk_end
+        if end <= s:  # a chunk of one key, cut short: nothing of it is seen
+            continue
+        scores = q @ k[..., s:end, :].transpose(-2, -1) * scale  # (..., L, c)
         if subtract_max:
             m_new = torch.maximum(m, scores.amax(-1, keepdim=True))
-            correction, p = torch.exp(m - m_new), torch.exp(scores - m_new)
+            correction, p = (
+                torch.exp((m_new if max_before_correction else m) - m_new),
+                torch.exp(scores - m_new),
+            )
             m = m_new
         else:
             correction, p = torch.ones_like(m), torch.exp(scores)
-        l = (l * correction if rescale_denominator else l) + p.sum(-1, keepdim=True)  # noqa: E741
-        acc = (acc * correction if rescale_sum else acc) + p @ v[..., s : s + chunk, :]
+        added = p.sum() if denominator_over_all else p.sum(-1, keepdim=True)
+        if rescale_after_adding:
+            l, acc = (l + added) * correction, (acc + p @ v[..., s:end, :]) * correction  # noqa: E741
+            continue
+        l = (l * correction if rescale_denominator else l) + added  # noqa: E741
+        acc = (acc * correction if rescale_sum else acc) + p @ v[..., s:end, :]
     return acc / l if final_division else acc
 
 
@@ -74,6 +93,10 @@ MISTAKES: dict[str, dict] = {  # diagnosis id -> the switches of `online` that r
     "drops_last_chunk": dict(drop_last=True),
     "chunks_normalised_separately": dict(per_chunk_softmax=True),
     "missing_final_division": dict(final_division=False),
+    "chunk_skips_last_key": dict(chunk_end=-1),
+    "rescale_after_adding": dict(rescale_after_adding=True),
+    "max_before_correction": dict(max_before_correction=True),
+    "denominator_over_all": dict(denominator_over_all=True),
 }
 
 
