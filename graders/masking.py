@@ -119,7 +119,9 @@ def cross_variants(x, memory, state, heads, memory_mask=None) -> dict[str, Pair 
 
 def torch_cross_oracle(x, memory, state, heads, memory_mask=None) -> tuple[torch.Tensor, torch.Tensor]:
     """torch's own `nn.MultiheadAttention` in float64 with the student's weights copied in, queries from
-    x and keys and values from memory; the mask passed as `key_padding_mask = ~memory_mask`."""
+    x and keys and values from memory; the mask `~memory_mask` (True: a padded key) passed as torch's
+    per-head `attn_mask`, which torch merges exactly as it would a `key_padding_mask` (the outputs are
+    bitwise equal), without the latter's shape check: `torch._check_with` imports sympy (~0.6 s)."""
     embed = x.shape[-1]
     mha = nn.MultiheadAttention(embed, heads, batch_first=True, dtype=torch.float64)
     with torch.no_grad():
@@ -127,8 +129,12 @@ def torch_cross_oracle(x, memory, state, heads, memory_mask=None) -> tuple[torch
         mha.in_proj_bias.copy_(torch.cat([state[f"{n}.bias"] for n in ("query", "key", "value")]))
         mha.out_proj.weight.copy_(state["out_proj.weight"])
         mha.out_proj.bias.copy_(state["out_proj.bias"])
-        padding = None if memory_mask is None else ~memory_mask
-        out, weights = mha.eval()(x.double(), memory.double(), memory.double(), key_padding_mask=padding,
+        padding = None
+        if memory_mask is not None:  # (B, S) -> (B * heads, L, S), batch-major as torch orders heads
+            batch, keys = memory_mask.shape
+            padding = (~memory_mask)[:, None, None, :].expand(batch, heads, x.shape[-2], keys)
+            padding = padding.reshape(batch * heads, x.shape[-2], keys)
+        out, weights = mha.eval()(x.double(), memory.double(), memory.double(), attn_mask=padding,
                                   need_weights=True, average_attn_weights=False)  # fmt: skip
     return out, weights
 

@@ -499,10 +499,16 @@ class SandboxWorker:
 
     def reset_peak(self) -> PeakSpan | None:
         """Reset the kernel's high-water mark of this worker's memory to what it uses now, from the
-        trusted side (the worker is not asked and sees no /proc): its cgroup's where it has one
+        trusted side (the worker sees no /proc): its cgroup's where it has one
         (v1 `memory.max_usage_in_bytes` takes "0"; v2 `memory.peak` takes a reset on one open
         descriptor, kernel 6.12 and later), else the worker process's own VmHWM (`clear_refs` 5).
-        None when neither can be reset on this machine."""
+        None when neither can be reset on this machine.
+
+        The worker is first asked to set its heap up for the measurement (`prepare_heap`): workers
+        run with glibc's dynamic mmap threshold, which keeps freed blocks for reuse, and a call could
+        then reuse pages an earlier call left and seem to need less than it does; from here on the
+        worker maps every block over 128 KiB afresh, and its heap's free pages are handed back."""
+        self.prepare_heap()
         path = self.memory_files.get("peak")
         if path and "usage" in self.memory_files:
             try:
@@ -525,6 +531,15 @@ class SandboxWorker:
             return None
         use = self._process_memory()
         return None if use is None else PeakSpan(use.peak, "process")
+
+    def prepare_heap(self) -> None:
+        """Ask the worker to fix its mmap threshold and trim its heap (`isolation.prepare_heap_for_
+        measurement`). Best effort: a worker that cannot answer is killed by `request_raw`, and the
+        call measured next finds it gone and says so."""
+        try:
+            self.request_raw({"op": "prepare_heap"}, self.pool.limits.start_seconds)
+        except SandboxFailure:
+            pass
 
     def peak_since(self, span: PeakSpan) -> int | None:
         """Bytes by which the worker's memory peaked above `span.baseline` since `reset_peak`, as

@@ -520,3 +520,22 @@ def set_call_cpu_limit(seconds: float) -> None:
         resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
     except (ValueError, OSError):
         pass
+
+
+M_MMAP_THRESHOLD = -3  # mallopt's parameter number (glibc's malloc.h)
+MEASURED_MMAP_THRESHOLD = 128 << 10
+
+
+def prepare_heap_for_measurement() -> bool:
+    """Make the worker's resident memory follow what is live, before its peak memory is measured
+    (see `client.SandboxWorker.reset_peak`). A worker starts with glibc's dynamic mmap threshold,
+    which keeps freed blocks for reuse (large tensors are about twice as fast to allocate); from
+    here on, every block over 128 KiB is mapped when allocated and unmapped when freed (a fixed
+    threshold, as `MALLOC_MMAP_THRESHOLD_=131072` would set), and the heap's free pages go back to
+    the kernel now (`malloc_trim(0)`). False where the C library has neither."""
+    mallopt, trim = getattr(_libc, "mallopt", None), getattr(_libc, "malloc_trim", None)
+    if mallopt is None or trim is None:
+        return False
+    mallopt(M_MMAP_THRESHOLD, MEASURED_MMAP_THRESHOLD)
+    trim(ctypes.c_size_t(0))
+    return True

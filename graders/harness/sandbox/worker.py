@@ -281,10 +281,15 @@ class Worker:
 
     @staticmethod
     def _reseed(req) -> None:
-        """Start a call from a given random state (`seed` in the request), so that calls repeat."""
+        """Start a call from a given random state (`seed` in the request), so that calls repeat.
+
+        The CPU generator is seeded directly: `torch.manual_seed` would also queue a lazy seed for
+        every accelerator backend, which records a formatted stack each time (~1 ms a call here,
+        where linecache finds no source files); a worker computes on the CPU only (dense CPU
+        tensors are all the wire carries), so the random state a call sees is the same."""
         seed = req.get("seed")
         if type(seed) is int:
-            torch.manual_seed(seed)
+            torch.default_generator.manual_seed(seed)
             random.seed(seed)
             np.random.seed(seed % 2**32)
 
@@ -346,7 +351,12 @@ class Worker:
         module = req["target"].get("$module") if type(req.get("target")) is dict else None
         return {"ok": True, "value": wire.encode_value(self.tripwire.report(str(module)), [])}
 
+    def op_prepare_heap(self, req, bufs):
+        """Set the heap up for the peak-memory measurement that follows (see `isolation`)."""
+        return {"ok": True, "value": isolation.prepare_heap_for_measurement()}
+
     OPS = {
+        "prepare_heap": op_prepare_heap,
         "tripwire": op_tripwire,
         "load": op_load,
         "getattr": op_getattr,

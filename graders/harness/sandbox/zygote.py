@@ -67,6 +67,13 @@ def _warm_torch() -> None:
     torch.nn.Dropout(0.1).eval()(x)
     lin.load_state_dict(lin.state_dict())
     repr(lin), repr(x), str(torch.tensor([1.5, float("nan")]))
+    torch._check(True)  # torch's own checks import torch.fx.experimental.symbolic_shapes (and sympy)
+    # assert_close would import torch.distributed.tensor (0.2-0.3 s, on the way to every first
+    # grade) to unwrap DTensors, which cannot exist in a worker (nothing of torch.distributed is
+    # imported here, and a worker imports nothing more)
+    comparison = sys.modules.get("torch.testing._comparison")
+    if getattr(comparison, "_HAS_DTENSOR", False):
+        comparison._HAS_DTENSOR = False
     torch.testing.assert_close(x, x)
     x.detach().numpy()
     torch.from_numpy(x.detach().numpy()).double().sum().item()
