@@ -31,7 +31,7 @@ if __name__ == "__main__":
 
         status = main()
     except KeyboardInterrupt:  # Ctrl-C while starting, before grading installed its own handler
-        from graders.harness.i18n import lang_of, say
+        from graders.harness.core.i18n import lang_of, say
 
         print(say("cli.interrupted")(lang_of(argv)), file=sys.stderr)
         status = 130

@@ -50,7 +50,7 @@ import tomllib
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from graders.harness.project import default_project  # noqa: E402
+from graders.harness.core.project import default_project  # noqa: E402
 
 SEED = 20261129
 LOOP_AT_IMPORT = "while True:\n    pass\n"

@@ -26,9 +26,9 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from graders.harness import expect  # noqa: E402
+from graders.harness.core import expect  # noqa: E402
+from graders.harness.core.student import StudentSession  # noqa: E402
 from graders.harness.sandbox.client import SandboxPool  # noqa: E402
-from graders.harness.student import StudentSession  # noqa: E402
 from graders.test_ex06_chunked_attention import (  # noqa: E402  (the check's own sizes and bound)
     MATRIX_BYTES,
     MEMORY_BOUND,

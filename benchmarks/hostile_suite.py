@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "tests" / "hostile"))
 
 import suite  # noqa: E402
 
-from graders.harness.project import default_project  # noqa: E402
+from graders.harness.core.project import default_project  # noqa: E402
 from graders.harness.sandbox.client import SandboxPool  # noqa: E402
 
 

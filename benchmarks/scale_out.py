@@ -72,8 +72,8 @@ def round_trip(subs: Path, count: int = 200) -> float:
     from distributed import Client, LocalCluster
 
     sys.path.insert(0, str(ROOT))
-    from graders.harness.lms.cluster import payload
-    from graders.harness.lms.intake import discover
+    from graders.harness.batch.cluster import payload
+    from graders.harness.core.intake import discover
 
     entry = next(e for e in discover(subs) if e.kind == "dir" and any(e.path.iterdir()))
     data, _, _ = payload(entry)

@@ -1,4 +1,4 @@
-"""Similarity report cost: `lms.similarity.run` over generated classes of growing size.
+"""Similarity report cost: `batch.similarity.run` over generated classes of growing size.
 
     python benchmarks/similarity.py [--sizes 50 200 800]
 
@@ -25,9 +25,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from graders.harness.lms import similarity as S  # noqa: E402
-from graders.harness.lms.intake import discover  # noqa: E402
-from graders.harness.project import default_project  # noqa: E402
+from graders.harness.batch import similarity as S  # noqa: E402
+from graders.harness.core.intake import discover  # noqa: E402
+from graders.harness.core.project import default_project  # noqa: E402
 
 
 def variants(project, exercise: str) -> list[str]:

@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from graders.harness.project import default_project  # noqa: E402
+from graders.harness.core.project import default_project  # noqa: E402
 
 ORIGINAL = ("ex01_attention_by_hand", "ex02_self_attention", "ex03_permutation_and_position",
             "ex04_multi_head_attention")  # fmt: skip

@@ -25,8 +25,8 @@ PROBE = r"""
 import json, shutil, sys, tempfile, time
 from pathlib import Path
 import torch
-from graders.harness.project import default_project
-from graders.harness.runner import grade
+from graders.harness.core.project import default_project
+from graders.harness.core.runner import grade
 from graders.harness.sandbox.client import SandboxPool
 
 project = default_project()

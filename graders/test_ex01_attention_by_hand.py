@@ -18,9 +18,10 @@ import math
 import torch
 
 from graders import attention as A
-from graders.harness import Text, check, expect
-from graders.harness.errors import StudentNotImplemented
-from graders.harness.i18n import say
+from graders.harness import Text, check
+from graders.harness.core import expect
+from graders.harness.core.errors import StudentNotImplemented
+from graders.harness.core.i18n import say
 
 Q = torch.tensor([[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 1, 1]], dtype=torch.float64)  # (3, 4)
 K = Q

@@ -16,8 +16,9 @@ import math
 import torch
 
 from graders import attention as A
-from graders.harness import Text, check, expect
-from graders.harness.errors import StudentFault
+from graders.harness import Text, check
+from graders.harness.core import expect
+from graders.harness.core.errors import StudentFault
 
 # (q, k, v) shapes: leading batch dims, L ≠ S, d_k ≠ d_v
 SDPA_SHAPES = [((2, 5, 16), (2, 7, 16), (2, 7, 3)), ((3, 2, 4, 16), (3, 2, 6, 16), (3, 2, 6, 5))]

@@ -15,9 +15,10 @@ The encoding is compared with float64 within 1e-4, which float32 arithmetic meet
 import torch
 
 from graders import positional as P
-from graders.harness import Text, check, expect
-from graders.harness.errors import StudentFault, StudentNotImplemented
-from graders.harness.i18n import say
+from graders.harness import Text, check
+from graders.harness.core import expect
+from graders.harness.core.errors import StudentFault, StudentNotImplemented
+from graders.harness.core.i18n import say
 
 EMBED = 6
 PE_ATOL = 1e-4

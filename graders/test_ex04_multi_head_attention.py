@@ -12,8 +12,9 @@ import torch
 
 from graders import attention as A
 from graders import multihead as M
-from graders.harness import Text, check, expect
-from graders.harness.errors import StudentCodeError
+from graders.harness import Text, check
+from graders.harness.core import expect
+from graders.harness.core.errors import StudentCodeError
 
 # (B, L, E, H): d_k = 4, then d_k = 6
 CONFIGS = [(2, 5, 12, 3), (3, 7, 12, 2)]

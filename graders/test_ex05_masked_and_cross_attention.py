@@ -18,8 +18,9 @@ import torch
 from graders import attention as A
 from graders import masking as K
 from graders import multihead as M
-from graders.harness import Text, check, expect
-from graders.harness.errors import StudentCodeError, StudentFault
+from graders.harness import Text, check
+from graders.harness.core import expect
+from graders.harness.core.errors import StudentCodeError, StudentFault
 
 # (q, k, v) shapes: leading batch dims, L ≠ S, d_k ≠ d_v
 MASKED_SHAPES = [((2, 5, 16), (2, 7, 16), (2, 7, 3)), ((3, 2, 4, 8), (3, 2, 6, 8), (3, 2, 6, 5))]

@@ -15,8 +15,9 @@ import torch
 
 from graders import attention as A
 from graders import chunked as C
-from graders.harness import Text, check, expect
-from graders.harness.errors import StudentCodeError
+from graders.harness import Text, check
+from graders.harness.core import expect
+from graders.harness.core.errors import StudentCodeError
 
 # (q, k, v) shapes and a chunk size that divides S: leading batch dims, L ≠ S, d_k ≠ d_v
 CONFIGS = [(((2, 5, 16), (2, 12, 16), (2, 12, 3)), 4), (((3, 2, 4, 8), (3, 2, 9, 8), (3, 2, 9, 5)), 3)]
@@ -156,14 +157,16 @@ def test_chunked_large_scores(student, rng):
 
 @check("chunked_peak_memory")
 def test_chunked_peak_memory(student, rng):
-    """One full-size call first (torch's first use of a kernel, the allocator's first growth), then
-    the measured one, on other values: it must answer (a tensor of the right shape that depends on
-    its input), and its peak stays under the bound."""
+    """Two full-size calls on different values, both measured from before the first: they must
+    answer (a tensor of the right shape that depends on its input), and their peak stays under the
+    bound. Both count, so that memory set aside by the first call (a buffer kept for the second to
+    work in) is counted where it is taken."""
     shape = (MEMORY_SIZE, MEMORY_DIM)
     q, k, v, v_other = qkv(rng, [shape] * 4)
     attention = student.chunked_attention
-    first = context(student, q, k, v, MEMORY_CHUNK)
+    context(student, q[:2], k[:2], v[:2], MEMORY_CHUNK)  # loads the module: the block holds only the calls
     with expect.peak_memory(attention) as peak:
+        first = context(student, q, k, v, MEMORY_CHUNK)
         got = attention(q, k, v_other, MEMORY_CHUNK)
     second = expect.tensor(got, "context", shape, finite=False)
     expect.responds(first, second, "context")

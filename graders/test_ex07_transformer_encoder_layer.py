@@ -14,8 +14,9 @@ import math
 import torch
 
 from graders import encoder as E
-from graders.harness import Text, check, expect
-from graders.harness.banned import BuiltByHand
+from graders.harness import Text, check
+from graders.harness.core import expect
+from graders.harness.core.banned import BuiltByHand
 
 # (B, L, E, H, F): every dimension different, d_k = 4 then 4
 CONFIGS = [(2, 5, 12, 3, 20), (3, 4, 8, 2, 14)]

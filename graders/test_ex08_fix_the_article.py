@@ -12,7 +12,8 @@ import math
 import torch
 
 from graders import attention as A
-from graders.harness import Text, check, expect
+from graders.harness import Text, check
+from graders.harness.core import expect
 
 # (B, L, d_model, d_k)
 CONFIGS = [(2, 7, 12, 5), (3, 4, 10, 6)]

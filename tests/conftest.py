@@ -10,8 +10,8 @@ import pytest
 import torch
 from hypothesis import settings
 
-from graders.harness.project import default_project
-from graders.harness.runner import grade
+from graders.harness.core.project import default_project
+from graders.harness.core.runner import grade
 from graders.harness.sandbox.client import SandboxPool
 
 # Property tests draw the same examples on every run, so CI's verdict does not move with the draw;

@@ -1,4 +1,4 @@
-"""The built-by-hand rule (graders/harness/banned.py): the source is read as Python reads it, dynamic
+"""The built-by-hand rule (graders/harness/core/banned.py): the source is read as Python reads it, dynamic
 access to torch is its own violation, and a tripwire in the worker sees what actually ran.
 
 The cases "that gave 18/18 while using torch's attention" are the ones listed in issue 9: a computed
@@ -11,9 +11,9 @@ import codecs
 
 import pytest
 
-from graders.harness.banned import read_source, static_findings
-from graders.harness.project import default_project
-from graders.harness.student import StudentSession
+from graders.harness.core.banned import read_source, static_findings
+from graders.harness.core.project import default_project
+from graders.harness.core.student import StudentSession
 
 PROJECT = default_project()
 EX4 = "ex04_multi_head_attention"

@@ -10,13 +10,15 @@ object found with gc) is still caught.
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
-from graders.harness import expect
-from graders.harness.banned import static_findings
-from graders.harness.errors import CheckFailed
-from graders.harness.project import default_project
-from graders.harness.student import StudentSession
+from graders.harness.core import expect
+from graders.harness.core.banned import static_findings
+from graders.harness.core.errors import CheckFailed
+from graders.harness.core.project import default_project
+from graders.harness.core.student import StudentSession
 
 PROJECT = default_project()
 EX4 = "ex04_multi_head_attention"
@@ -125,7 +127,7 @@ def run():
     w._sendall(w._pack({"event": "reply", "seq": 99}))
     return 1
 """
-    from graders.harness.errors import StudentCrash
+    from graders.harness.core.errors import StudentCrash
 
     path = tmp_path / f"{EX4}.py"
     path.write_text(source, encoding="utf-8")
@@ -136,3 +138,29 @@ def run():
             session.module(EX4).run()
     finally:
         session.close()
+
+
+def test_the_static_rule_reads_from_a_fresh_stack_what_the_worker_compiles():
+    """A source nested near the parser's limit is read alike from deep in the trusted process (as
+    pytest calls the rule) and from the shallow stack the worker compiles it on."""
+    pad = "+".join(["1"] * 2900)
+    source = f"import torch.nn.functional as F\n_PAD = {pad}\nout = F.scaled_dot_product_attention\n".encode()
+    compiled = []
+    worker = threading.Thread(target=lambda: compiled.append(compile(source, "s.py", "exec")))
+    worker.start()
+    worker.join()
+    assert compiled  # the worker's view, from a shallow stack: it compiles
+
+    banned = ["torch.nn.functional.scaled_dot_product_attention"]
+
+    def deep(n: int):
+        return deep(n - 1) if n else static_findings(source, banned)
+
+    found = deep(400)
+    assert [f.kind for f in found] == ["banned"], found
+
+
+def test_a_source_no_parser_can_read_is_a_finding_of_its_own():
+    source = ("x = " + "+".join(["1"] * 100_000) + "\n").encode()
+    found = static_findings(source, ["torch.nn.functional.scaled_dot_product_attention"])
+    assert [f.kind for f in found] == ["unreadable"], found

@@ -25,8 +25,9 @@ from conftest import PROJECT
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graders.harness import inert
-from graders.harness.lms.intake import (
+from graders.harness.batch.progress import Progress
+from graders.harness.core import inert
+from graders.harness.core.intake import (
     Refusal,
     ZipCaps,
     discover,
@@ -34,8 +35,7 @@ from graders.harness.lms.intake import (
     submission_root,
     unpack_zip,
 )
-from graders.harness.lms.progress import Progress
-from graders.harness.lms.result import SubmissionResult
+from graders.harness.formats.result import SubmissionResult
 
 EX = "ex02_self_attention"
 FILE = f"{EX}.py"
@@ -400,7 +400,7 @@ def assert_same_report(got, expected) -> None:
 def test_one_pytest_session_grades_each_submission_as_grade_does(tmp_path, pool):
     """`SessionGrader` (one pytest session for many submissions, as in a batch job) against a fresh
     `grade()` per submission: identical reports, whatever was graded before in the session."""
-    from graders.harness.runner import SessionGrader, grade
+    from graders.harness.core.runner import SessionGrader, grade
 
     subs = tmp_path / "subs"
     subs.mkdir()
@@ -422,9 +422,9 @@ def test_a_grader_that_cannot_be_collected_fails_every_submission_of_a_session(t
     submission. (grade() names the import error only the first time in a process: pytest then finds
     the broken module in sys.modules and collects nothing, so later reports say no test implements
     the check. A session collects once, so every submission gets the import error.)"""
-    from graders.harness.distribution import write_distribution
-    from graders.harness.project import Project
-    from graders.harness.runner import SessionGrader, grade
+    from graders.harness.authoring.distribution import write_distribution
+    from graders.harness.core.project import Project
+    from graders.harness.core.runner import SessionGrader, grade
 
     root = tmp_path / "course"
     write_distribution(PROJECT, root, "autograder", exercises=[EX])
@@ -452,13 +452,13 @@ def test_a_grader_that_cannot_be_collected_fails_every_submission_of_a_session(t
 def test_a_job_renews_its_pytest_session_when_a_manifest_changes(tmp_path):
     """A job collects the graders once; a manifest edited during the batch takes effect from the next
     submission, as it did when each submission ran its own pytest."""
-    from graders.harness.distribution import write_distribution
+    from graders.harness.authoring.distribution import write_distribution
 
     root = tmp_path / "course"
     write_distribution(PROJECT, root, "autograder", exercises=[EX])
     write_dir(tmp_path, "sub", REFERENCE)
-    cmd = [sys.executable, "-m", "graders.harness.batch", "--job", "--project", str(root), "--seed", "4",
-           "--lang", "en", "--parent", str(os.getpid())]  # fmt: skip
+    cmd = [sys.executable, "-m", "graders.harness.batch.dispatcher", "--job", "--project", str(root),
+           "--seed", "4", "--lang", "en", "--parent", str(os.getpid())]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(PROJECT.root)}
     job = subprocess.Popen(cmd, cwd=PROJECT.root, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                            stderr=subprocess.DEVNULL, text=True)  # fmt: skip
@@ -489,7 +489,7 @@ def test_a_job_renews_its_pytest_session_when_a_manifest_changes(tmp_path):
 
 @pytest.mark.slow
 def test_batch_results_are_the_reports_grade_gives(tmp_path, pool):
-    from graders.harness.runner import grade
+    from graders.harness.core.runner import grade
 
     subs = tmp_path / "subs"
     subs.mkdir()
@@ -540,7 +540,7 @@ def job_pids(parent: int) -> list[int]:
                 cmd = (entry / "cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if b"graders.harness.batch" in cmd and b"--parent" in cmd:
+            if b"graders.harness.batch.dispatcher" in cmd and b"--parent" in cmd:
                 if cmd[cmd.index(b"--parent") + 1] == str(parent).encode():
                     pids.append(int(entry.name))
     return pids

@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from graders.harness.progress import CheckProgress
-from graders.harness.project import default_project
-from graders.harness.runner import grade
+from graders.harness.core.project import default_project
+from graders.harness.core.runner import grade
+from graders.harness.formats.progress import CheckProgress
 from graders.harness.sandbox.client import Limits, SandboxPool
 
 PROJECT = default_project()

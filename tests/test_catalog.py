@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from graders.harness.i18n import CATALOG, LANGS, labels, say
+from graders.harness.core.i18n import CATALOG, LANGS, labels, say
 
 ROOT = Path(__file__).resolve().parent.parent
-I18N = ROOT / "graders" / "harness" / "i18n.py"  # the catalogue itself names every key
+I18N = ROOT / "graders" / "harness" / "core" / "i18n.py"  # the catalogue itself names every key
 CODE = [p for p in (*(ROOT / "graders").rglob("*.py"), ROOT / "grade.py") if p != I18N]
-TEMPLATES = sorted((ROOT / "graders" / "harness" / "reports" / "templates").glob("*.j2"))
+TEMPLATES = sorted((ROOT / "graders" / "harness" / "formats" / "reports" / "templates").glob("*.j2"))
 NAMESPACES = {key.split(".")[0] for key in CATALOG}
 KEY = re.compile(r"^[a-z_]+(\.[a-z_]+)+$")
 PLACEHOLDER = re.compile(r"\{(\w+)[^{}]*\}")

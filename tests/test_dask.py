@@ -35,11 +35,16 @@ from test_batch import (
     write_dir,
 )
 
-from graders.harness.batch import BatchFailed, job_kit
-from graders.harness.lms.cluster import GradingPlugin, ProjectMismatch, grade_on_worker, parse_scheduler
-from graders.harness.lms.result import SubmissionResult
-from graders.harness.notebook import new_notebook
-from graders.harness.settings import Settings
+from graders.harness.batch.cluster import (
+    GradingPlugin,
+    ProjectMismatch,
+    grade_on_worker,
+    parse_scheduler,
+)
+from graders.harness.batch.dispatcher import BatchFailed, job_kit
+from graders.harness.core.notebook import new_notebook
+from graders.harness.core.settings import Settings
+from graders.harness.formats.result import SubmissionResult
 
 EX = "ex02_self_attention"
 pytestmark = pytest.mark.dask
@@ -213,10 +218,10 @@ def test_a_bad_scheduler_is_a_usage_error(tmp_path, spec, says):
 
 
 def test_a_client_of_another_project_stops_with_the_workers_refusal(cluster, tmp_path):
-    from graders.harness.lms.cluster import ClusterDispatcher
-    from graders.harness.lms.intake import discover
-    from graders.harness.lms.progress import Progress
-    from graders.harness.lms.store import ResultStore
+    from graders.harness.batch.cluster import ClusterDispatcher
+    from graders.harness.batch.progress import Progress
+    from graders.harness.batch.store import ResultStore
+    from graders.harness.core.intake import discover
 
     subs = make_class(tmp_path, 1)
     store = ResultStore(tmp_path / "out")
@@ -239,8 +244,8 @@ def test_a_client_of_another_project_stops_with_the_workers_refusal(cluster, tmp
 
 
 def test_a_submission_travels_as_bytes_and_arrives_whole(tmp_path, monkeypatch):
-    from graders.harness.lms import cluster
-    from graders.harness.lms.intake import Entry
+    from graders.harness.batch import cluster
+    from graders.harness.core.intake import Entry
 
     folder = tmp_path / "subs" / "ada"
     (folder / "hw" / "empty").mkdir(parents=True)

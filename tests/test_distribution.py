@@ -20,12 +20,16 @@ from pathlib import Path
 import pytest
 from conftest import PROJECT
 
+from graders.harness.authoring.distribution import (
+    DistributionError,
+    strip_hidden_grader,
+    strip_hidden_manifest,
+)
+from graders.harness.authoring.scaffold import new_exercise
+from graders.harness.authoring.validate import check_id_of, grader_tests
 from graders.harness.cli import main
-from graders.harness.distribution import DistributionError, strip_hidden_grader, strip_hidden_manifest
-from graders.harness.project import Project
-from graders.harness.runner import grade
-from graders.harness.scaffold import new_exercise
-from graders.harness.validate import check_id_of, grader_tests
+from graders.harness.core.project import Project
+from graders.harness.core.runner import grade
 
 MANIFESTS = PROJECT.load_manifests()
 HIDDEN = {m.id: [c for c in m.checks if c.visibility == "hidden"] for m in MANIFESTS}

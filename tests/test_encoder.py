@@ -50,7 +50,7 @@ def test_probes_read_a_correct_dropout_with_margin_under_every_seed(norm_first):
 
 
 def test_probes_name_unscaled_and_missing_dropout():
-    from graders.harness.errors import CheckFailed
+    from graders.harness.core.errors import CheckFailed
 
     x = E.probe_input(GRADER.PROBE_BATCH, GRADER.PROBE_LENGTH).double()
     layer = E.torch_layer(E.probe_state("attention"), 3, dropout=GRADER.P).train()

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from graders import attention as A
-from graders.harness import expect
-from graders.harness.errors import CheckFailed
-from graders.harness.i18n import Text
+from graders.harness.core import expect
+from graders.harness.core.errors import CheckFailed
+from graders.harness.core.i18n import Text
 
 
 def failure(fn, *args, **kwargs) -> CheckFailed:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from conftest import EXERCISES, PROJECT
 
-from graders.harness.validate import DEFAULT_SEEDS, render_findings, validate_project
+from graders.harness.authoring.validate import DEFAULT_SEEDS, render_findings, validate_project
 
 
 @pytest.mark.parametrize("exercise", EXERCISES)

@@ -16,8 +16,8 @@ import pytest
 from conftest import EXERCISES, PROJECT
 from test_lms_formats import GRADESCOPE_SCHEMA
 
+from graders.harness.authoring.gradescope_build import requirements
 from graders.harness.cli import main
-from graders.harness.lms.gradescope_build import requirements
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +66,7 @@ def test_zip_holds_the_entry_points_the_harness_the_graders_and_the_references(a
             f"exercises/{exercise}/exercise.toml",
         ):
             assert needed in infos
-    assert "grade.py" in infos and "graders/harness/lms/autograder.py" in infos
+    assert "grade.py" in infos and "graders/harness/batch/autograder.py" in infos
     assert not [n for n in infos if n.startswith(("tests/", "submission/")) or "__pycache__" in n]
     assert all(f"'{r}'" in setup for r in requirements(PROJECT))
 

@@ -19,7 +19,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "hostile"))
 import suite  # noqa: E402
 
-from graders.harness.project import default_project  # noqa: E402
+from graders.harness.core.project import default_project  # noqa: E402
 
 PROJECT = default_project()
 CASES = suite.load_cases(PROJECT)

@@ -28,13 +28,13 @@ from markdown_it import MarkdownIt
 sys.path.insert(0, str(Path(__file__).parent / "hostile"))
 import inert_check  # noqa: E402
 
-from graders.harness import inert  # noqa: E402
-from graders.harness.bounds import bound_report, report_bound  # noqa: E402
-from graders.harness.lms import gradebook  # noqa: E402
-from graders.harness.lms.progress import Progress  # noqa: E402
-from graders.harness.lms.result import SubmissionResult  # noqa: E402
-from graders.harness.models import CheckResult, ExerciseResult, Heatmap, Report, Stopped  # noqa: E402
-from graders.harness.project import default_project  # noqa: E402
+from graders.harness.batch.progress import Progress  # noqa: E402
+from graders.harness.core import inert  # noqa: E402
+from graders.harness.core.bounds import bound_report, report_bound  # noqa: E402
+from graders.harness.core.models import CheckResult, ExerciseResult, Heatmap, Report, Stopped  # noqa: E402
+from graders.harness.core.project import default_project  # noqa: E402
+from graders.harness.formats import gradebook  # noqa: E402
+from graders.harness.formats.result import SubmissionResult  # noqa: E402
 
 PROJECT = default_project()
 EX = "ex02_self_attention"

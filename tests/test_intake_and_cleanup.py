@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from graders.harness.cli import html_report_path
-from graders.harness.i18n import say
-from graders.harness.lms.intake import EOCD, EOCD64, EOCD64_LOCATOR, Refusal, ZipCaps, unpack_zip
-from graders.harness.project import default_project
+from graders.harness.core.i18n import say
+from graders.harness.core.intake import EOCD, EOCD64, EOCD64_LOCATOR, Refusal, ZipCaps, unpack_zip
+from graders.harness.core.project import default_project
 
 PROJECT = default_project()
 EX = "ex02_self_attention"

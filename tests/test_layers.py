@@ -1,5 +1,6 @@
-"""The harness's imports point one way: no module imports another that (through any chain, at the
-top of a file or inside a function) imports it back; nothing imports the command line; and the
+"""The harness's imports point one way: every module sits in a layer folder and imports only its own
+layer and the layers below (LAYERS, bottom first); no module imports another that (through any chain,
+at the top of a file or inside a function) imports it back; nothing imports the command line; and the
 code that runs in the sandbox's worker imports only the standard library, numpy, torch, libseccomp's
 bindings and its own sandbox modules (whatever the worker imports, a student could reach)."""
 
@@ -14,6 +15,7 @@ import pytest
 HARNESS = Path(__file__).resolve().parent.parent / "graders" / "harness"
 WORKER_SIDE = ("zygote", "worker", "wire", "isolation")  # what `sandbox.zygote` loads, and nothing else
 WORKER_THIRD_PARTY = {"numpy", "torch", "pyseccomp"}
+LAYERS = ["sandbox", "core", "formats", "batch", "authoring", "cli"]  # bottom first
 
 
 def module_name(path: Path) -> str:
@@ -93,9 +95,43 @@ def test_the_cycle_finder_finds_a_cycle():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
+def layer_of(module: str) -> str:
+    """`harness.core.expect` -> "core"; the package itself ("harness") is the graders' facade."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "harness"
+
+
+def test_every_module_sits_in_a_layer_folder():
+    assert sorted(m for m in MODULES if layer_of(m) not in LAYERS and m != "harness") == []
+
+
+def test_layers_only_point_down():
+    graph = harness_graph()
+    upward = [
+        f"{m} -> {t}"
+        for m, targets in graph.items()
+        for t in targets
+        if m != "harness" and LAYERS.index(layer_of(t)) > LAYERS.index(layer_of(m))
+    ]
+    assert upward == []
+
+
+def test_the_graders_facade_exposes_only_the_core():
+    assert {layer_of(t) for t in harness_graph()["harness"]} <= {"core"}
+
+
+def test_the_layer_rule_finds_an_upward_import():
+    graph = {"harness.core.a": {"harness.batch.b"}, "harness.batch.b": {"harness.core.a"}}
+    upward = [
+        (m, t) for m, ts in graph.items() for t in ts if LAYERS.index(layer_of(t)) > LAYERS.index(layer_of(m))
+    ]
+    assert upward == [("harness.core.a", "harness.batch.b")]
+
+
 def test_nothing_imports_the_command_line():
     graph = harness_graph()
-    assert [m for m, targets in graph.items() if "harness.cli" in targets] == []
+    outside = {m: targets for m, targets in graph.items() if layer_of(m) != "cli"}
+    assert [m for m, targets in outside.items() if any(layer_of(t) == "cli" for t in targets)] == []
 
 
 @pytest.mark.parametrize("name", WORKER_SIDE)

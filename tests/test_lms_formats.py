@@ -18,8 +18,8 @@ import pytest
 from conftest import PROJECT, reference_files, template_files
 
 from graders.harness.cli import main
-from graders.harness.lms import gradebook, gradescope, junit, prairielearn, result_of
-from graders.harness.lms.result import SubmissionResult
+from graders.harness.formats import gradebook, gradescope, junit, prairielearn, result_of
+from graders.harness.formats.result import SubmissionResult
 
 EX = "ex02_self_attention"
 MUTANTS = PROJECT.root / "tests" / "mutants" / EX
@@ -111,7 +111,7 @@ PRAIRIELEARN_SCHEMA = {
 @pytest.fixture(scope="module")
 def reports(pool, tmp_path_factory):
     """Real reports of exercise 2: the reference, the stub and one named mistake."""
-    from graders.harness.runner import grade
+    from graders.harness.core.runner import grade
 
     out = {}
     cases = {
@@ -193,7 +193,7 @@ def test_prairielearn_follows_the_spec(reports, case):
 
 
 def test_prairielearn_submission_without_files_is_not_gradable(pool, tmp_path):
-    from graders.harness.runner import grade
+    from graders.harness.core.runner import grade
 
     empty = tmp_path / "empty"
     empty.mkdir()

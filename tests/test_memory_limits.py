@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import pytest
 from conftest import PROJECT, reference_files
 
-from graders.harness.runner import grade
+from graders.harness.core.runner import grade
 from graders.harness.sandbox.client import BOOT, Limits, SandboxPool
 
 RESERVED = 6 << 30

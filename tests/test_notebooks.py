@@ -21,22 +21,22 @@ from conftest import EXERCISES, PROJECT
 from hypothesis import given
 from hypothesis import strategies as st
 
-from graders.harness.errors import SubmissionFileError
-from graders.harness.notebook import (
+from graders.harness.core.errors import SubmissionFileError
+from graders.harness.core.notebook import (
     MAX_NOTEBOOK_BYTES,
     NotebookSources,
     extract,
     new_notebook,
     parse_notebook,
 )
-from graders.harness.runner import grade
+from graders.harness.core.runner import grade
 
 sys.path.insert(0, str(Path(__file__).parent / "hostile"))
 import inert_check  # noqa: E402
 from test_inert import NAME_BYTES, PROPERTY, TEXT  # noqa: E402
 
-from graders.harness.bounds import bound_report  # noqa: E402
-from graders.harness.models import CheckResult, ExerciseResult, Report  # noqa: E402
+from graders.harness.core.bounds import bound_report  # noqa: E402
+from graders.harness.core.models import CheckResult, ExerciseResult, Report  # noqa: E402
 
 EX = "ex02_self_attention"
 REF = {e: PROJECT.reference_path(e).read_text(encoding="utf-8") for e in EXERCISES}
@@ -101,7 +101,7 @@ def test_a_notebook_over_the_cap_is_refused_before_it_is_parsed(tmp_path):
 
 
 def test_code_over_the_cap_is_refused_naming_notebook_and_exercise(tmp_path):
-    from graders.harness.notebook import MAX_CODE_BYTES
+    from graders.harness.core.notebook import MAX_CODE_BYTES
 
     write(tmp_path, {"hw.ipynb": lesson({EX: "x = 1\n" * (MAX_CODE_BYTES // 6 + 1)})})
     message = fault(tmp_path)

@@ -35,7 +35,7 @@ def calls(name: str, attribute: str | None = None, sources: dict[str, str] | Non
 
 def test_a_submission_result_is_assembled_only_in_its_own_module():
     """Everything else calls `SubmissionResult.graded` or `SubmissionResult.unscored`."""
-    assert set(calls("SubmissionResult")) <= {"lms/result.py"}, sorted(calls("SubmissionResult"))
+    assert set(calls("SubmissionResult")) <= {"formats/result.py"}, sorted(calls("SubmissionResult"))
 
 
 def test_the_call_reader_finds_a_call():
@@ -48,8 +48,8 @@ def test_the_call_reader_finds_a_call():
 def test_exercise_and_lang_options_are_defined_once():
     for option in ("--exercise", "--lang"):
         found = calls(option, attribute="add_argument")
-        assert set(found) == {"options.py"}, (option, sorted(found))
-        assert len(found["options.py"]) == 1, option
+        assert set(found) == {"core/options.py"}, (option, sorted(found))
+        assert len(found["core/options.py"]) == 1, option
 
 
 def test_grading_settings_have_one_type():
@@ -60,4 +60,4 @@ def test_grading_settings_have_one_type():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ClassDef) and (node.name.endswith("Settings") or "Capped" in node.name):
                 declared.setdefault(node.name, []).append(str(path.relative_to(HARNESS)))
-    assert declared == {"Settings": ["settings.py"]}
+    assert declared == {"Settings": ["core/settings.py"]}

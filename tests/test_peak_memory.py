@@ -9,10 +9,10 @@ import os
 
 import pytest
 
-from graders.harness import expect
-from graders.harness.errors import GraderFault
+from graders.harness.core import expect
+from graders.harness.core.errors import GraderFault
+from graders.harness.core.student import StudentSession
 from graders.harness.sandbox.client import SandboxPool
-from graders.harness.student import StudentSession
 
 MIB = 1 << 20
 SOURCE = """

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from graders.harness.project import Project
-from graders.harness.runner import grade
-from graders.harness.scaffold import new_exercise
+from graders.harness.authoring.scaffold import new_exercise
+from graders.harness.core.project import Project
+from graders.harness.core.runner import grade
 
 EID = "ex01_branches"
 
@@ -203,8 +203,8 @@ def test_an_endless_loop_is_a_timeout_and_stops(project, tmp_path, pool):
 
 
 def test_data_where_code_is_due_fails_by_type_in_expect_helpers():
-    from graders.harness import expect
-    from graders.harness.errors import CheckFailed
+    from graders.harness.core import expect
+    from graders.harness.core.errors import CheckFailed
 
     for call in (lambda: expect.introspect((1, 2)), lambda: expect.vjp(3.0, [], [], [])):
         with pytest.raises(CheckFailed, match=r"gave data \((tuple|float)\) where a function"):

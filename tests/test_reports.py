@@ -19,13 +19,13 @@ import jsonschema
 import pytest
 from conftest import EXERCISES, PROJECT, reference_files, template_files
 
+from graders.harness.authoring.distribution import write_distribution
 from graders.harness.cli import main
-from graders.harness.distribution import write_distribution
-from graders.harness.project import ManifestError, Project
-from graders.harness.reports import json_schema, render
+from graders.harness.core.project import ManifestError, Project
+from graders.harness.formats.reports import json_schema, render
 
 EX2 = "ex02_self_attention"
-SCHEMA_FILE = PROJECT.root / "graders" / "harness" / "report.schema.json"
+SCHEMA_FILE = PROJECT.root / "graders" / "harness" / "formats" / "report.schema.json"
 XHTML = "{http://www.w3.org/1999/xhtml}"
 SUBPROCESS_SECONDS = 180
 
@@ -55,7 +55,7 @@ class SimpleSelfAttention(nn.Module):
 @pytest.fixture(scope="module")
 def mixed_report(pool, tmp_path_factory):
     """A report over every exercise: stubs, exercise 2 wrong (diagnosis + heatmaps)."""
-    from graders.harness.runner import grade
+    from graders.harness.core.runner import grade
 
     folder = tmp_path_factory.mktemp("mixed") / "submission"
     folder.mkdir()
@@ -163,7 +163,7 @@ def test_html_shows_the_heatmap_of_exercise_2_weights(mixed_report):
     ],
 )
 def test_heatmap_colours_any_float_matrix(row):
-    from graders.harness.reports import _cell_color
+    from graders.harness.formats.reports import _cell_color
 
     low, high = min(row), max(row)
     for value in row:
@@ -174,9 +174,10 @@ def test_heatmap_colours_any_float_matrix(row):
 
 
 def test_shipped_schema_is_up_to_date():
-    assert SCHEMA_FILE.is_file(), "generate it: python grade.py schema > graders/harness/report.schema.json"
+    regenerate = f"python grade.py schema > {SCHEMA_FILE.relative_to(PROJECT.root)}"
+    assert SCHEMA_FILE.is_file(), f"generate it: {regenerate}"
     assert SCHEMA_FILE.read_text(encoding="utf-8") == json_schema(), (
-        "the Report model changed: python grade.py schema > graders/harness/report.schema.json"
+        "the Report model changed: python grade.py schema > graders/harness/formats/report.schema.json"
     )
 
 

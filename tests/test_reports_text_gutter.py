@@ -13,11 +13,11 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from graders.harness.bounds import bound_report
-from graders.harness.i18n import labels
-from graders.harness.models import CheckResult, ExerciseResult, Report
-from graders.harness.project import default_project
-from graders.harness.reports import GUTTER, render, text_line_kind
+from graders.harness.core.bounds import bound_report
+from graders.harness.core.i18n import labels
+from graders.harness.core.models import CheckResult, ExerciseResult, Report
+from graders.harness.core.project import default_project
+from graders.harness.formats.reports import GUTTER, render, text_line_kind
 
 PROJECT = default_project()
 EX = "ex02_self_attention"

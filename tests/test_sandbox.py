@@ -18,12 +18,12 @@ import numpy as np
 import pytest
 import torch
 
-from graders.harness.errors import SubmissionFileError
-from graders.harness.project import default_project
-from graders.harness.runner import grade
+from graders.harness.core.errors import SubmissionFileError
+from graders.harness.core.project import default_project
+from graders.harness.core.runner import grade
+from graders.harness.core.student import read_submission_file
 from graders.harness.sandbox import isolation, wire
 from graders.harness.sandbox.client import Limits, SandboxPool, WorkerTimeout, isolation_level
-from graders.harness.student import read_submission_file
 
 PROJECT = default_project()
 NOBODY = (65534, 65534)

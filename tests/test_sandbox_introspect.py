@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import torch
 
-from graders.harness import expect
-from graders.harness.student import StudentSession
+from graders.harness.core import expect
+from graders.harness.core.student import StudentSession
 
 EX = "ex02_self_attention"
 

@@ -6,10 +6,7 @@ import pytest
 import tomllib
 from conftest import PROJECT
 
-from graders.harness.cli import main
-from graders.harness.models import ExerciseManifest
-from graders.harness.project import Project
-from graders.harness.scaffold import (
+from graders.harness.authoring.scaffold import (
     EXAMPLE_CHECK,
     SCAFFOLD_MARKER,
     ScaffoldError,
@@ -17,7 +14,10 @@ from graders.harness.scaffold import (
     new_exercise,
     next_order,
 )
-from graders.harness.validate import validate_project
+from graders.harness.authoring.validate import validate_project
+from graders.harness.cli import main
+from graders.harness.core.models import ExerciseManifest
+from graders.harness.core.project import Project
 
 EID = "ex07_causal_mask"
 
@@ -99,7 +99,7 @@ def test_bad_id_is_refused_with_one_line(tmp_path, capsys, bad):
 
 def test_manifest_template_matches_the_model():
     """The scaffold's manifest only uses keys the model knows (it would be rejected otherwise)."""
-    from graders.harness.scaffold import EXAMPLE_DIAGNOSIS, MANIFEST
+    from graders.harness.authoring.scaffold import EXAMPLE_DIAGNOSIS, MANIFEST
 
     text = MANIFEST.format(
         id="ex_x", marker=SCAFFOLD_MARKER, check=EXAMPLE_CHECK, diagnosis=EXAMPLE_DIAGNOSIS, order=3

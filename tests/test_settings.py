@@ -8,9 +8,9 @@ import dataclasses
 import pytest
 from conftest import PROJECT
 
-from graders.harness.batch import batch_parser
+from graders.harness.batch.dispatcher import batch_parser
 from graders.harness.cli import grade_parser
-from graders.harness.settings import Settings
+from graders.harness.core.settings import Settings
 
 EX = PROJECT.exercise_ids()[0]
 

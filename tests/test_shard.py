@@ -18,7 +18,7 @@ import pytest
 from conftest import PROJECT
 from test_batch import NO_SCALING, REFERENCE, STUB, WRONG_SCALE, batch_cmd, make_zip, write_dir
 
-from graders.harness.lms.shard import Shard, ShardError, parse_shard, project_digest, shard_of
+from graders.harness.batch.shard import Shard, ShardError, parse_shard, project_digest, shard_of
 
 EX = "ex02_self_attention"
 # Runs compared byte for byte get a deadline no check of these submissions comes near, even on a
@@ -39,7 +39,7 @@ def test_a_students_shard_is_fixed_and_every_student_has_exactly_one():
         assert all(sum(s.holds(n) for s in shards) == 1 for n in names)
     sizes = [sum(Shard(i, 4).holds(n) for n in names) for i in range(4)]
     assert min(sizes) > 50  # spread, not all in one shard
-    probe = "from graders.harness.lms.shard import shard_of; print(shard_of('student0042', 7))"
+    probe = "from graders.harness.batch.shard import shard_of; print(shard_of('student0042', 7))"
     for seed in ("1", "2"):  # the same in another process, whatever its hash seed
         env = {**os.environ, "PYTHONHASHSEED": seed}
         out = subprocess.run([sys.executable, "-c", probe], cwd=PROJECT.root, env=env, capture_output=True)
@@ -87,8 +87,8 @@ def test_bad_shard_specs_say_what_is_wrong(spec, env, says):
 
 
 def test_the_project_digest_follows_graders_exercises_and_reference(tmp_path):
-    from graders.harness.distribution import write_distribution
-    from graders.harness.project import Project
+    from graders.harness.authoring.distribution import write_distribution
+    from graders.harness.core.project import Project
 
     root = tmp_path / "course"
     write_distribution(PROJECT, root, "autograder", exercises=[EX])

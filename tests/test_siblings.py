@@ -15,7 +15,7 @@ import sys
 import pytest
 from conftest import EXERCISES, PROJECT
 
-from graders.harness.siblings import imported_names, sibling_sources
+from graders.harness.core.siblings import imported_names, sibling_sources
 
 EX2 = "ex02_self_attention"
 EX4 = "ex04_multi_head_attention"
@@ -196,7 +196,7 @@ EX7 = "ex07_transformer_encoder_layer"
 
 
 def test_ex07_runs_with_the_students_own_ex04_module(pool, tmp_path):
-    from graders.harness.student import StudentSession
+    from graders.harness.core.student import StudentSession
 
     folder = tmp_path / "submission"
     folder.mkdir()

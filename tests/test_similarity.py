@@ -28,10 +28,10 @@ import inert_check  # noqa: E402
 import test_alternatives_ex02_ex04 as alternatives  # noqa: E402
 from test_inert import PROPERTY, TEXT  # noqa: E402
 
-from graders.harness.lms import analytics  # noqa: E402
-from graders.harness.lms import similarity as S  # noqa: E402
-from graders.harness.lms.intake import discover  # noqa: E402
-from graders.harness.notebook import new_notebook  # noqa: E402
+from graders.harness.batch import analytics  # noqa: E402
+from graders.harness.batch import similarity as S  # noqa: E402
+from graders.harness.core.intake import discover  # noqa: E402
+from graders.harness.core.notebook import new_notebook  # noqa: E402
 
 pytest.importorskip("copydetect")
 

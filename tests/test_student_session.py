@@ -15,8 +15,8 @@ import time
 import pytest
 from conftest import EXERCISES, PROJECT, reference_files
 
-from graders.harness.errors import StudentCrash, StudentTimeout, SubmissionFileError
-from graders.harness.student import StudentSession
+from graders.harness.core.errors import StudentCrash, StudentTimeout, SubmissionFileError
+from graders.harness.core.student import StudentSession
 
 EX1, EX2, EX3, EX4 = EXERCISES[:4]
 

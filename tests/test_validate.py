@@ -13,10 +13,8 @@ from pathlib import Path
 import pytest
 from conftest import EXERCISES, PROJECT
 
-from graders.harness.cli import main
-from graders.harness.project import Project
-from graders.harness.scaffold import EXAMPLE_CHECK, EXAMPLE_DIAGNOSIS, SCAFFOLD_MARKER, new_exercise
-from graders.harness.validate import (
+from graders.harness.authoring.scaffold import EXAMPLE_CHECK, EXAMPLE_DIAGNOSIS, SCAFFOLD_MARKER, new_exercise
+from graders.harness.authoring.validate import (
     ExerciseVerdict,
     render_findings,
     render_table,
@@ -24,6 +22,8 @@ from graders.harness.validate import (
     static_checks,
     validate_project,
 )
+from graders.harness.cli import main
+from graders.harness.core.project import Project
 
 EID = "ex09_double"
 

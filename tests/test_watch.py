@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 from conftest import PROJECT
 
+from graders.harness.authoring.distribution import write_distribution
 from graders.harness.cli import html_report_path, main
-from graders.harness.distribution import write_distribution
-from graders.harness.lms.intake import discover
-from graders.harness.models import ExerciseResult, Report
-from graders.harness.project import Project
-from graders.harness.watch import exercises_to_regrade, merged
+from graders.harness.cli.watch import exercises_to_regrade, merged
+from graders.harness.core.intake import discover
+from graders.harness.core.models import ExerciseResult, Report
+from graders.harness.core.project import Project
 
 pytest.importorskip("watchfiles")
 

@@ -16,9 +16,9 @@ __all__ = ["check", "expect", "Text"]
 
 def __getattr__(name: str):
     if name == "expect":
-        return importlib.import_module(".expect", __name__)
+        return importlib.import_module(".core.expect", __name__)
     if name == "Text":
-        return importlib.import_module(".i18n", __name__).Text
+        return importlib.import_module(".core.i18n", __name__).Text
     if name == "check":
-        return importlib.import_module(".plugin", __name__).check
+        return importlib.import_module(".core.plugin", __name__).check
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,9 +16,9 @@ import xml.etree.ElementTree as ET
 import html5lib
 from markdown_it import MarkdownIt
 
-from graders.harness.lms import render as render_any
-from graders.harness.models import Report
-from graders.harness.reports import CODE_SPAN
+from graders.harness.core.models import Report
+from graders.harness.formats import render as render_any
+from graders.harness.formats.reports import CODE_SPAN
 
 HTML_TAGS = {
     "html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "div", "span", "code", "details",

@@ -23,14 +23,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import inert_check
 import tomllib
 
-import inert_check
-
-from graders.harness import bounds
-from graders.harness.models import Report
-from graders.harness.project import Project
-from graders.harness.runner import grade
+from graders.harness.core import bounds
+from graders.harness.core.models import Report
+from graders.harness.core.project import Project
+from graders.harness.core.runner import grade
 from graders.harness.sandbox import isolation
 from graders.harness.sandbox.client import Limits, SandboxPool, isolation_level
 

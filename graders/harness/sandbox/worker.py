@@ -37,7 +37,7 @@ class ImportRefused(ImportError):
 
 
 class Tripwire:
-    """Run-time half of the "built by hand" rule (the static half is `graders.harness.banned`).
+    """Run-time half of the "built by hand" rule (the static half is `graders.harness.core.banned`).
 
     `arm(module, banned)` wraps each banned dotted name of this worker's torch (a function: the
     attribute is replaced by a wrapper; a class: its `__init__` is), once, before the module `module`

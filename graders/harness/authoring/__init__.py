@@ -1,0 +1,1 @@
+"""The authoring layer of the harness (see tests/test_layers.py)."""

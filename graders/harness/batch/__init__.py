@@ -1,0 +1,1 @@
+"""The batch layer of the harness (see tests/test_layers.py)."""

@@ -1,0 +1,319 @@
+"""The "built by hand" rule: does a submission use what its exercise bans, statically or at run time?
+
+An exercise lists in its manifest (`banned`) the dotted names a submission must not use, e.g.
+``torch.nn.functional.scaled_dot_product_attention``; a last component may be a glob
+(``torch.ops.aten._scaled_dot_product_*``). One list serves two checks, and a submission must
+evade both to score:
+
+* `static_findings(data, banned)` reads the file's bytes exactly as Python does (`read_source`:
+  a UTF-8 BOM, a PEP 263 coding cookie, via `tokenize.detect_encoding`) and finds, outside the
+  ``if __name__ == "__main__":`` block: attributes, names, imports and string constants that name a
+  banned thing (kind ``"banned"``), and dynamic access (kind ``"dynamic"``): ``eval``, ``exec``,
+  ``compile``, ``__import__``, ``importlib``, ``functional_call``, ``vars()``, ``globals()``, ``getattr``/
+  ``setattr``/``delattr`` with a computed name, assignment to an attribute of a torch namespace,
+  and the dunder attributes that reach behind a function or module (``__dict__``,
+  ``__closure__``, ``__wrapped__``, ``__globals__``…), which is also what tampering with the
+  tripwire below takes; and detours (kind ``"indirect"``, a message of its own): a module reached
+  through another (``.sys``, ``.modules`` on any object, ``sys`` as a name, ``warnings.sys.modules``),
+  the interpreter's object graph and stack frames (``gc.get_objects``, ``_getframe``, ``f_globals``,
+  ``f_back``…), an attribute named by a string (``operator.attrgetter``/``methodcaller``, or such a
+  name as a string constant) and ``getattr``/``setattr`` passed around as values (``reduce(getattr,
+  …)``). The student's own names (a function of theirs called like a banned one, ``self.…``
+  attributes, ``model.modules()``) are theirs.
+* the tripwire (`Tripwire`, installed inside the worker when the module loads: see
+  `sandbox.worker`) wraps every banned function and class in the worker's torch before the
+  submission runs, and records each call made while the submission's code is on the stack, with
+  its line, sending each hit to the trusted side the moment it happens (the worker cannot take it
+  back). `tripwire_findings(student)` reads that record (kind ``"tripwire"``).
+
+A source that does not parse gives no static finding: the sandbox reports the syntax error. It is
+parsed on a thread of its own (`parse_fresh`), so that the trusted side reads exactly what the worker
+compiles; one nested past even that limit is a finding of its own (kind ``"unreadable"``): what
+cannot be read cannot be judged built by hand.
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from .source import read_module_source, read_source
+
+Kind = Literal["banned", "dynamic", "indirect", "tripwire", "unreadable"]
+
+DYNAMIC_CALLS = {
+    "eval", "exec", "compile", "__import__", "vars", "globals", "locals", "functional_call", "import_module",
+}  # fmt: skip
+ATTRIBUTE_CALLS = {"getattr", "setattr", "delattr", "hasattr"}
+DYNAMIC_NAMES = {"importlib", "functional_call", "__builtins__", "__import__", "builtins"}
+DUNDERS = {
+    "__dict__", "__closure__", "__wrapped__", "__code__", "__globals__", "__builtins__", "__getattribute__",
+    "__import__", "__subclasses__", "__mro__", "__bases__", "__base__", "__func__", "__defaults__",
+    "__kwdefaults__", "__loader__", "__spec__", "__self__", "__setattr__", "__delattr__",
+}  # fmt: skip
+NAMESPACE_ROOTS = ("torch", "numpy")
+# detours: a module through another, the interpreter's object graph, frames and closure cells
+# (a wrapper's original), attributes by string (attrgetter, methodcaller, string.Formatter's fields)
+INDIRECT_ATTRS = {
+    "sys", "get_objects", "get_referrers", "get_referents", "_getframe", "f_globals", "f_locals", "f_back",
+    "f_builtins", "f_code", "tb_frame", "tb_next", "gi_frame", "cr_frame", "ag_frame", "attrgetter",
+    "methodcaller", "currentframe", "cell_contents", "get_field", "Formatter",
+}  # fmt: skip
+INDIRECT_NAMES = {
+    "sys", "gc", "inspect", "attrgetter", "methodcaller", "get_objects", "_getframe",
+    "Formatter", "get_field",
+}  # fmt: skip
+INDIRECT_STRINGS = INDIRECT_ATTRS | {"modules", "gc", "inspect"}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One use of something banned: its kind, what it is (as written, or the banned name hit at run
+    time) and the line of the submission it is on (0 when unknown)."""
+
+    kind: Kind
+    what: str
+    line: int
+
+
+def last_names(banned: Sequence[str]) -> list[str]:
+    """The last component of each banned dotted name (a glob pattern where it holds `*`)."""
+    return [name.rsplit(".", 1)[-1] for name in banned]
+
+
+def _matches(identifier: str, patterns: list[str]) -> bool:
+    return any(fnmatch.fnmatchcase(identifier, p) for p in patterns)
+
+
+def _main_block_nodes(tree: ast.Module) -> set[int]:
+    """ids of the nodes under `if __name__ == "__main__":` (students may compare with torch there)."""
+    out: set[int] = set()
+    for stmt in tree.body:
+        test = ast.unparse(stmt.test) if isinstance(stmt, ast.If) else ""
+        if "__name__" in test and "__main__" in test:
+            out |= {id(n) for n in ast.walk(stmt)}
+    return out
+
+
+class _Scan:
+    def __init__(self, tree: ast.Module, patterns: list[str]) -> None:
+        self.patterns = patterns
+        self.skip = _main_block_nodes(tree)
+        nodes = list(ast.walk(tree))
+        defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+        self.defined = {n.name for n in nodes if isinstance(n, defs)} | {
+            n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+        }
+        self.docstrings = {
+            id(n.value) for n in nodes if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)
+        }
+        self.torch_names = self._torch_names(tree)
+        self.called = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
+        self.found: list[Finding] = []
+
+    @staticmethod
+    def _torch_names(tree: ast.Module) -> set[str]:
+        """Names bound to a torch or numpy namespace: imports, and assignments from such names."""
+        names: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.split(".")[0] in NAMESPACE_ROOTS:
+                        names.add((alias.asname or alias.name).split(".")[0])
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in NAMESPACE_ROOTS:
+                names |= {alias.asname or alias.name for alias in node.names}
+        for _ in range(3):  # aliases of aliases
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Assign) and _root(node.value) in names:
+                    names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        return names
+
+    def is_namespace(self, node: ast.AST) -> bool:
+        return _root(node) in self.torch_names or _root(node) in NAMESPACE_ROOTS
+
+    def add(self, kind: Kind, what: str, node: ast.AST) -> None:
+        self.found.append(Finding(kind, what, getattr(node, "lineno", 0)))
+
+    def visit(self, node: ast.AST) -> None:
+        if id(node) in self.skip:
+            return
+        if isinstance(node, ast.Attribute):
+            self.attribute(node)
+        elif isinstance(node, ast.ImportFrom):
+            for a in node.names:
+                if _matches(a.name, self.patterns):
+                    self.add("banned", f"from {node.module} import {a.name}", node)
+                elif a.name in DYNAMIC_NAMES:
+                    self.add("dynamic", f"from {node.module} import {a.name}", node)
+                elif a.name in INDIRECT_NAMES or a.name == "modules":
+                    self.add("indirect", f"from {node.module} import {a.name}", node)
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] in DYNAMIC_NAMES:
+                    self.add("dynamic", f"import {a.name}", node)
+        elif isinstance(node, ast.Name):
+            if _matches(node.id, self.patterns) and node.id not in self.defined:
+                self.add("banned", node.id, node)
+            elif node.id in DYNAMIC_NAMES or (node.id in DYNAMIC_CALLS and node.id not in self.defined):
+                self.add("dynamic", node.id, node)
+            elif node.id in INDIRECT_NAMES and node.id not in self.defined:
+                self.add("indirect", node.id, node)
+            elif node.id in ATTRIBUTE_CALLS and node.id not in self.defined and id(node) not in self.called:
+                self.add("indirect", node.id, node)  # getattr as a value: reduce(getattr, names, F)
+        elif isinstance(node, ast.Call):
+            self.call(node)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if id(node) in self.docstrings:
+                return
+            parts = node.value.split(".")
+            if all(p.isidentifier() for p in parts) and _matches(parts[-1], self.patterns):
+                self.add("banned", repr(node.value), node)
+            elif node.value in DUNDERS or node.value in DYNAMIC_NAMES:
+                self.add("dynamic", repr(node.value), node)
+            elif node.value in INDIRECT_STRINGS:
+                self.add("indirect", repr(node.value), node)
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Attribute) and self.is_namespace(target.value):
+                    self.add("dynamic", f"{ast.unparse(target)} = …", target)
+
+    def attribute(self, node: ast.Attribute) -> None:
+        own = isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")
+        if _matches(node.attr, self.patterns) and not own:
+            self.add("banned", ast.unparse(node), node)
+        elif node.attr in DUNDERS:
+            self.add("dynamic", ast.unparse(node), node)
+        elif node.attr in DYNAMIC_NAMES or node.attr in ("functional_call", "import_module"):
+            self.add("dynamic", ast.unparse(node), node)
+        elif node.attr in INDIRECT_ATTRS and not own:
+            self.add("indirect", ast.unparse(node), node)
+        elif node.attr == "modules" and id(node) not in self.called and not own:  # model.modules() is fine
+            self.add("indirect", ast.unparse(node), node)
+
+    def call(self, node: ast.Call) -> None:
+        name = node.func.id if isinstance(node.func, ast.Name) else None
+        if name in ATTRIBUTE_CALLS and name not in self.defined and len(node.args) >= 2:
+            target, attr = node.args[0], node.args[1]
+            own = isinstance(target, ast.Name) and target.id in ("self", "cls")
+            if not (isinstance(attr, ast.Constant) and isinstance(attr.value, str)) and not own:
+                self.add("dynamic", ast.unparse(node)[:80], node)
+            elif name != "getattr" and name != "hasattr" and self.is_namespace(target):
+                self.add("dynamic", ast.unparse(node)[:80], node)
+
+
+def _root(node: ast.AST) -> str | None:
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
+        node = node.value if not isinstance(node, ast.Call) else node.func
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _last(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def parse_fresh(source: str) -> ast.AST:
+    """`ast.parse` on a thread of its own: the parser's nesting limit counts the caller's stack, and
+    the trusted side parses from deep inside pytest while the worker compiles from a shallow stack;
+    from a fresh thread both read the same source alike."""
+    out: dict[str, object] = {}
+
+    def parse() -> None:
+        try:
+            out["tree"] = ast.parse(source)
+        except BaseException as exc:  # handed to the caller as it is
+            out["error"] = exc
+
+    thread = threading.Thread(target=parse, name="parse-submission")
+    thread.start()
+    thread.join()
+    if "error" in out:
+        raise out["error"]
+    return out["tree"]
+
+
+def static_findings(data: bytes, banned: Sequence[str]) -> list[Finding]:
+    """Every static use of a banned name, and every dynamic access, in the source `data`, in line order."""
+    if not banned:
+        return []
+    try:
+        tree = parse_fresh(read_source(data))
+    except (SyntaxError, ValueError):  # the worker cannot compile it either: the submission runs nothing
+        return []
+    except (RecursionError, MemoryError):  # what cannot be read cannot be judged built by hand
+        return [Finding("unreadable", "nested past the parser's limits", 1)]
+    scan = _Scan(tree, last_names(banned))
+    for node in ast.walk(tree):
+        scan.visit(node)
+    order = {"banned": 0, "dynamic": 1, "indirect": 2, "tripwire": 3, "unreadable": 4}
+    return sorted(set(scan.found), key=lambda f: (f.line, order[f.kind], f.what))
+
+
+def source_text(data: bytes) -> str:
+    """`read_source`, or (for a file Python would refuse) the bytes as UTF-8 with replacements."""
+    try:
+        return read_source(data)
+    except SyntaxError:
+        return data.decode("utf-8", "replace")
+
+
+def tripwire_findings(student) -> list[Finding]:
+    """What the tripwire in `student`'s worker saw: each banned function or class used while the
+    submission's code ran (and any wrapper found undone: a submission that tampered with it)."""
+    hits = student._tripwire()
+    return [Finding("tripwire", str(what), int(line)) for what, line in hits]
+
+
+class BuiltByHand:
+    """The rule for one submission of one exercise, as a check uses it (the `built_by_hand` fixture).
+
+    `static()` reads the file (as bytes, never run here); `tripwire()` asks the worker, so call it
+    after the submission's code has run; `findings()` is both, static first."""
+
+    def __init__(self, student, path, banned: Sequence[str], origin=None) -> None:
+        self.student, self.path, self.banned = student, path, list(banned)
+        self.origin = origin  # a notebook's cells (see `notebook`): lines are then those of a cell
+
+    def static(self, skip: Sequence[str] = ()) -> list[Finding]:
+        """Findings in the exercise's file (a notebook's: lines are then those of a cell), then in
+        each file of the submission it imports (their `what` starts with that file's name: the line
+        is a line of that file), except the modules named in `skip` (an earlier exercise graded on
+        its own, whose file the checks replace)."""
+        from ..sandbox.launch import ALLOWED_IMPORTS
+        from .siblings import sibling_sources
+
+        data = read_module_source(self.path, self.origin)
+        found = self._placed(static_findings(data, self.banned))
+        if not self.banned:
+            return found
+        provided = {name: b"" for name in skip}  # not read, not scanned
+        siblings = sibling_sources(self.path.parent, data, ALLOWED_IMPORTS, provided)
+        for name, (file, source) in siblings.items():
+            if name in provided:
+                continue
+            findings = static_findings(source, self.banned)
+            found += [Finding(f.kind, f"{file}: {f.what}", f.line) for f in findings]
+        return found
+
+    def tripwire(self) -> list[Finding]:
+        return self._placed(tripwire_findings(self.student)) if self.banned else []
+
+    def _placed(self, findings: list[Finding]) -> list[Finding]:
+        """In a notebook, a finding's line is that of its cell, and the cell is named with what it found."""
+        cell_line = getattr(self.origin, "cell_line", None)
+        if cell_line is None:
+            return findings
+        out = []
+        for f in findings:
+            at = cell_line(f.line)
+            out.append(Finding(f.kind, f"{f.what}, cell {at[0]}", at[1]) if at else f)
+        return out
+
+    def findings(self) -> list[Finding]:
+        return self.static() + self.tripwire()
