@@ -99,12 +99,14 @@ def forward(
     second_norm: str | None = "norm2",
     ff_input: str = "h",
     ff_residual_from: str = "h",
+    norm_inside: str = "",
 ) -> torch.Tensor:
     """The layer's output in float64 (eval mode: no dropout); the keywords reproduce mistakes:
     `norm_first` (pre-norm), another `activation`, a residual left out, `second_norm` "norm1"
     (one norm used twice) or None (no norm after the feed-forward block), the feed-forward block
     fed the raw attention output (`ff_input` "attention") or its residual taken from the layer's
-    input (`ff_residual_from` "x")."""
+    input (`ff_residual_from` "x"), or each norm applied to its block's output inside the residual
+    (`norm_inside` "both": x + norm1(attn), then h + norm2(ff); "first": the first one only)."""
     mha_state = {k.removeprefix("self_attn."): v for k, v in state.items() if k.startswith("self_attn.")}
 
     def attention(t):
@@ -118,6 +120,11 @@ def forward(
         h = x + attention(_norm(x, state, "norm1"))  # (B, L, E)
         return h + feed_forward(_norm(h, state, second_norm or "norm2"))
     attended = attention(x)  # (B, L, E)
+    if norm_inside:
+        h = x + _norm(attended, state, "norm1")  # (B, L, E)
+        if norm_inside == "both":
+            return h + _norm(feed_forward(h), state, "norm2")
+        return _norm(h + feed_forward(h), state, "norm2")
     h = _norm((x if attention_residual else 0) + attended, state, "norm1")  # (B, L, E)
     fed = attended if ff_input == "attention" else h
     z = ((x if ff_residual_from == "x" else h) if ff_residual else 0) + feed_forward(fed)  # (B, L, E)
@@ -149,7 +156,7 @@ def torch_oracle(x: torch.Tensor, state: dict[str, torch.Tensor], heads: int) ->
         return torch_layer(state, heads).eval()(x.double())
 
 
-def variants(x: torch.Tensor, state: dict[str, torch.Tensor], heads: int) -> dict[str, torch.Tensor]:
+def variants(x: torch.Tensor, state: dict[str, torch.Tensor], heads: int) -> dict[str, torch.Tensor | list]:
     """The output each known mistake gives, keyed by diagnosis id."""
     wrong = {
         "pre_norm": dict(norm_first=True),
@@ -162,7 +169,9 @@ def variants(x: torch.Tensor, state: dict[str, torch.Tensor], heads: int) -> dic
         "ff_reads_attention": dict(ff_input="attention"),
         "ff_residual_from_input": dict(ff_residual_from="x"),
     }
-    return {diagnosis: forward(x, state, heads, **options) for diagnosis, options in wrong.items()}
+    out = {diagnosis: forward(x, state, heads, **options) for diagnosis, options in wrong.items()}
+    out["norm_inside_residual"] = [forward(x, state, heads, norm_inside=w) for w in ("both", "first")]
+    return out
 
 
 # ---------------------------------------------------------------- dropout probes
