@@ -180,6 +180,7 @@ def test_mha_shapes(student, rng):
         expect.tensor(weights, "weights", (batch, heads, length, length), finite=False,
                       shape_variants={"weights_averaged": (batch, length, length),
                                       "heads_folded_into_batch": (batch * heads, length, length),
+                                      "split_dims_swapped": (batch, embed // heads, length, length),
                                       "heads_not_moved": (batch, length, heads, heads),
                                       "sequence_first": (length, heads, batch, batch)})  # fmt: skip
         expect.tensor(output, "output", (batch, length, embed), finite=False)
