@@ -53,7 +53,7 @@ DYNAMIC_NAMES = {"importlib", "functional_call", "__builtins__", "__import__", "
 DUNDERS = {
     "__dict__", "__closure__", "__wrapped__", "__code__", "__globals__", "__builtins__", "__getattribute__",
     "__import__", "__subclasses__", "__mro__", "__bases__", "__base__", "__func__", "__defaults__",
-    "__kwdefaults__", "__loader__", "__spec__", "__self__", "__setattr__", "__delattr__",
+    "__kwdefaults__", "__loader__", "__spec__", "__self__", "__setattr__", "__delattr__", "__getattr__",
 }  # fmt: skip
 NAMESPACE_ROOTS = ("torch", "numpy")
 # detours: a module through another, the interpreter's object graph, frames and closure cells
@@ -62,10 +62,12 @@ INDIRECT_ATTRS = {
     "sys", "get_objects", "get_referrers", "get_referents", "_getframe", "f_globals", "f_locals", "f_back",
     "f_builtins", "f_code", "tb_frame", "tb_next", "gi_frame", "cr_frame", "ag_frame", "attrgetter",
     "methodcaller", "currentframe", "cell_contents", "get_field", "Formatter",
+    "_jit_get_operation", "_builtin_ops", "_get_operation_overload", "_builtins",
 }  # fmt: skip
+INDIRECT_MODULES = {"_builtins", "_C", "_jit_internal"}  # torch's tables of its own operators, by name
 INDIRECT_NAMES = {
     "sys", "gc", "inspect", "attrgetter", "methodcaller", "get_objects", "_getframe",
-    "Formatter", "get_field",
+    "Formatter", "get_field", "_builtin_ops", "_builtins", "_jit_get_operation",
 }  # fmt: skip
 INDIRECT_STRINGS = INDIRECT_ATTRS | {"modules", "gc", "inspect"}
 
@@ -155,6 +157,8 @@ class _Scan:
             for a in node.names:
                 if a.name.split(".")[0] in DYNAMIC_NAMES:
                     self.add("dynamic", f"import {a.name}", node)
+                elif INDIRECT_MODULES & set(a.name.split(".")[1:]):
+                    self.add("indirect", f"import {a.name}", node)
         elif isinstance(node, ast.Name):
             if _matches(node.id, self.patterns) and node.id not in self.defined:
                 self.add("banned", node.id, node)

@@ -681,22 +681,24 @@ IGNORED_INPUT = Text(
 
 
 def smooth_difference(
-    difference: Callable[[float], tuple[float, torch.dtype]],
-    scale: float,
-    numeric: float,
-    rtol: float,
+    difference: Callable[[float], tuple[float, torch.dtype]], scale: float, numeric: float, rtol: float,
     size: float,
 ) -> tuple[float, float, float]:
-    """(derivative, rtol, size) read at wide steps, for a gradient that the fine difference refuted.
+    """(derivative, rtol, size) for a gradient that the fine difference refuted: the fine reading
+    itself, unless the forward pass is not smooth at the fine step.
 
     A pass that rounds inside (half precision, say) moves in steps: at a fine step, the rounded part
-    does not move at all and the difference sees only the rest. So before the gradient is refused,
-    the slope is read again at three wide steps (2.5%, 5% and 10% of the input's scale); their
-    median is judged with a 30% tolerance widened by three times their spread (what the rounding
-    leaves unknown). A cut graph is still refused: its gradient misses a whole term."""
+    does not move at all and the difference sees only the rest. So the slope is read again at three
+    wide steps (2.5%, 5% and 10% of the input's scale). Where their median agrees with the fine
+    reading (within 5%), the pass is smooth and the fine reading stands, with its tolerance: a
+    gradient off by a few per cent is refused. Where it does not, the pass rounds: the median is
+    judged, with a 30% tolerance widened by three times their spread (what the rounding leaves
+    unknown); a cut graph, which misses a whole term, is still refused."""
     wide = sorted(difference(f * scale)[0] for f in (0.025, 0.05, 0.1))
     if not all(math.isfinite(w) for w in wide):
         return numeric, rtol, size
+    if abs(wide[1] - numeric) <= 5e-2 * max(abs(wide[1]), abs(numeric)) + size:
+        return numeric, rtol, size  # smooth at the fine step: its reading stands, strictly
     return wide[1], 0.3, size + 3 * (wide[2] - wide[0])
 
 
