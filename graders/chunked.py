@@ -103,12 +103,14 @@ MISTAKES: dict[str, dict] = {  # diagnosis id -> the switches of `online` that r
 def variants(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, chunk: int) -> dict[str, torch.Tensor]:
     """The context each known mistake gives at this chunk size, keyed by diagnosis id. A mistake
     that gives the right answer here (a rescale that never happens with one chunk, say) is left
-    out: it cannot be told from a right answer on this input."""
+    out: it cannot be told from a right answer on this input; so is one whose output here has no
+    finite value."""
     right = online(q, k, v, chunk)
     out = {d: online(q, k, v, chunk, **switches) for d, switches in MISTAKES.items()}
     if q.shape[-1] != v.shape[-1]:
         out["scale_uses_dv"] = online(q, k, v, chunk, scale=1 / math.sqrt(v.shape[-1]))
-    return {d: got for d, got in out.items() if not _same(got, right)}
+    # a mistake whose output here is all NaN tells nothing: any other NaN-making slip would match it
+    return {d: got for d, got in out.items() if not _same(got, right) and bool(torch.isfinite(got).any())}
 
 
 def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
