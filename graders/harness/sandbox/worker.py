@@ -321,13 +321,21 @@ class Worker:
             if cot is not None and isinstance(leaf, torch.Tensor) and leaf.requires_grad:
                 term = (leaf * cot.to(leaf.dtype)).sum()
                 loss = term if loss is None else loss + term
-        if loss is not None:
-            loss.backward()
+        # the gradients autograd computes along the graph, never what ended up in `.grad` (a hook
+        # could write anything there, on a graph cut off from the inputs)
+        targets = [args[i] for i in req["grad_args"]] + list(params.values())
+        wanted = [i for i, t in enumerate(targets) if isinstance(t, torch.Tensor) and t.requires_grad]
+        grads: list = [None] * len(targets)
+        if loss is not None and wanted:
+            found = torch.autograd.grad(loss, [targets[i] for i in wanted], allow_unused=True)
+            for i, g in zip(wanted, found, strict=True):
+                grads[i] = g
+        count = len(req["grad_args"])
         out: list[bytes] = []
         value = {
             "outputs": outputs,
-            "input_grads": [args[i].grad for i in req["grad_args"]],
-            "param_grads": {n: p.grad for n, p in params.items()},
+            "input_grads": grads[:count],
+            "param_grads": dict(zip(params, grads[count:], strict=True)),
             "backward_ran": loss is not None,
         }
         return {"ok": True, "value": self._encode(value, out)}, out
