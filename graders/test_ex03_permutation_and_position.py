@@ -84,12 +84,21 @@ def random_non_involution(rng, length):
 # ---------------------------------------------------------------- student calls
 
 
+def batch_layouts(embed: int) -> dict:
+    """The wrong layouts of the batch that still hold its three samples: diagnosis -> (shape, how to
+    read the samples back as (3, 5, E))."""
+    return {
+        "stacked_wrong_dim": ((5, 3, embed), lambda t: t.transpose(0, 1)),
+        "cat_instead_of_stack": ((15, embed), lambda t: t.reshape(3, 5, embed)),
+    }
+
+
 def student_batch(student, tokens):
     """make_order_batch(tokens) checked for type and exact shape (3, 5, E)."""
     embed = tokens.shape[-1]
     got = student.make_order_batch(tokens)
-    return expect.tensor(got, "make_order_batch(tokens)", (3, 5, embed),
-                         shape_variants={"stacked_wrong_dim": (5, 3, embed), "cat_instead_of_stack": (15, embed)})  # fmt: skip
+    wrong = {diagnosis: shape for diagnosis, (shape, _) in batch_layouts(embed).items()}
+    return expect.tensor(got, "make_order_batch(tokens)", (3, 5, embed), shape_variants=wrong)
 
 
 def check_batch_values(batch, tokens, expected=None):
@@ -167,8 +176,7 @@ def batch_as_meant(student, tokens) -> torch.Tensor:
         got = [expect.tensor(t, f"make_order_batch(tokens)[{i}]", (5, embed)) for i, t in enumerate(got)]
         return torch.stack(got)
     got = expect.tensor(got, "make_order_batch(tokens)", finite=False)
-    meant = {(5, 3, embed): lambda t: t.transpose(0, 1), (15, embed): lambda t: t.reshape(3, 5, embed)}
-    read = meant.get(tuple(got.shape))
+    read = {shape: back for shape, back in batch_layouts(embed).values()}.get(tuple(got.shape))
     return read(got) if read else expect.tensor(got, "make_order_batch(tokens)", (3, 5, embed))
 
 

@@ -182,14 +182,19 @@ def test_enc_matches_oracle_other_shapes(student, rng):
         compare(module, rng, config)
 
 
+def kept_scales(site: str, ratios: list[float]) -> list[float]:
+    """The scale of the kept entries as each layout that keeps the probe affine reads it: the median
+    ratio (every kept entry reads the same; the median is one of them) over that layout's factor."""
+    if not ratios:
+        return []
+    kept = sorted(ratios)[len(ratios) // 2]
+    return [kept / factor for factor in E.read_factors(site).values()]
+
+
 def fixed_p(site: str, share: float, ratios: list[float]) -> float | None:
     """The p of a dropout that is right in itself but ignores the layer's p (a number written in its
     place), when the share zeroed and the scale of the kept entries both read as that same p."""
-    if not ratios:
-        return None
-    kept = sorted(ratios)[len(ratios) // 2]
-    for factor in E.read_factors(site).values():
-        scale = kept / factor  # 1/(1−p), or 1/(1−p)² through the two dropouts around the hidden layer
+    for scale in kept_scales(site, ratios):  # 1/(1−p), or 1/(1−p)² through the two hidden dropouts
         if scale <= 1:
             continue
         p = 1 - (1 / scale if site != "hidden" else 1 / math.sqrt(scale))
@@ -220,8 +225,7 @@ def judge_site(site: str, read: int, dropped: int, ratios: list[float]) -> None:
         expect.fail(text)
     if not ratios or max(ratios) - min(ratios) > SCALE_RTOL * max(abs(r) for r in ratios):
         return  # no kept scale to read: a layout where the site's value does not pass through affinely
-    kept = sorted(ratios)[len(ratios) // 2]  # every kept entry reads the same; the median is one of them
-    readings = [kept / factor for factor in E.read_factors(site).values()]
+    readings = kept_scales(site, ratios)
     if any(abs(r / scale - 1) <= SCALE_RTOL for r in readings):
         return
     best = min(readings, key=lambda r: abs(r / scale - 1))
