@@ -21,6 +21,7 @@ from graders.harness.cli import html_report_path
 from graders.harness.core.i18n import say
 from graders.harness.core.intake import EOCD, EOCD64, EOCD64_LOCATOR, Refusal, ZipCaps, unpack_zip
 from graders.harness.core.project import default_project
+from graders.harness.sandbox import isolation
 
 PROJECT = default_project()
 EX = "ex02_self_attention"
@@ -148,6 +149,50 @@ def test_an_interrupted_or_killed_batch_leaves_nothing_behind(tmp_path, sig):
     # a killed batch cannot clean up after itself: its jobs (PR_SET_PDEATHSIG) and zygotes do
     work = [tmp] if sig == signal.SIGKILL else [tmp, out / ".work"]
     assert wait_until(lambda: not leftovers(*work), timeout=15), leftovers(*work)
+
+
+def worker_cgroups() -> set[str]:
+    """Every worker cgroup directory there is (root with cgroups only: none are made otherwise)."""
+    bases = {isolation._cgroup_dir(c) for c in ("memory", "pids", "cpuacct")} - {None}
+    return {str(d) for base in bases for d in Path(base).glob(f"{isolation.CGROUP_PREFIX}*")}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0 or isolation._cgroup_dir("pids") is None, reason="cgroups need root")
+def test_a_finished_batch_leaves_no_worker_cgroup(tmp_path):
+    """Its jobs end their own way, so their zygotes remove their workers' cgroups: left behind, the
+    directories piled up by the thousand, and a new zygote whose pid matched an old name ran its
+    workers without the process cap (and its report said so, unlike its neighbour's)."""
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    for name in ("ada", "bea", "cy"):
+        (subs / name).mkdir(parents=True)
+        (subs / name / FILE).write_text(REFERENCE, encoding="utf-8")
+    before = worker_cgroups()
+    done = subprocess.run(batch(subs, out, "--jobs", "2"), env=env_with_tmp(tmp_path / "tmp"),
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "cgroup:pids" in (out / "results" / "ada.json").read_text()
+    assert worker_cgroups() - before == set()
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or isolation._cgroup_dir("pids") is None, reason="cgroups need root")
+def test_a_new_zygote_sweeps_the_empty_cgroups_of_dead_zygotes():
+    """A SIGKILLed zygote cannot tidy up; the next one removes what it left, not what a live one owns."""
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    base = Path(isolation._cgroup_dir("pids"))
+    stale = base / isolation.cgroup_name(int(dead.stdout), 1)
+    live = base / isolation.cgroup_name(os.getpid(), 1)
+    stale.mkdir(), live.mkdir()
+    try:
+        assert isolation.sweep_stale_cgroups(min_age=3600) == 0 and stale.exists()  # too young to tell
+        isolation.sweep_stale_cgroups(min_age=0)
+        assert not stale.exists() and live.exists()
+    finally:
+        for d in (stale, live):
+            if d.exists():
+                d.rmdir()
 
 
 def single(path: Path, *extra: str) -> list[str]:

@@ -228,8 +228,23 @@ class Job:
     def alive(self) -> bool:
         return not self.eof and self.proc.poll() is None
 
-    def stop(self, grace: float = 3.0) -> None:
-        """SIGTERM (the job kills its workers and zygote), then SIGKILL if it lingers."""
+    def finish(self) -> None:
+        """No more work for an idle job: closing its requests lets it end its own way, which gives its
+        zygote time to tidy up (SIGTERM kills the zygote, and the workers' cgroups stay behind)."""
+        if self.current is None and self.proc.poll() is None:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+
+    def stop(self, grace: float = 3.0, tidy: float = 3.0) -> None:
+        """Wait up to `tidy` s for a job told to `finish`; then SIGTERM (the job kills its workers
+        and zygote), then SIGKILL if it lingers."""
+        if self.proc.poll() is None and self.proc.stdin.closed:
+            try:
+                self.proc.wait(tidy)
+            except subprocess.TimeoutExpired:
+                pass
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -348,6 +363,7 @@ class Dispatcher:
         if job in self.jobs:
             self.jobs.remove(job)
             self.selector.unregister(job.proc.stdout)
+            job.finish()
             job.stop(grace=1.0)
             shutil.rmtree(job.work, ignore_errors=True)  # what a job killed mid-way left behind
             self.retired.append(job)
@@ -413,6 +429,8 @@ class Dispatcher:
                     elif job.ready and job.current is None and queue:
                         job.send(queue.popleft())
         finally:
+            for job in self.jobs:
+                job.finish()  # all at once: they end side by side
             for job in list(self.jobs):
                 self.retire(job)
             self.selector.close()

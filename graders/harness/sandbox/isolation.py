@@ -42,6 +42,7 @@ import platform
 import resource
 import signal
 import socket
+import time
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUTS = 0x04000000
@@ -316,13 +317,88 @@ class Cgroup:
                 ok = False
         return ok
 
-    def remove(self) -> None:
+    def remove(self, wait: float = 0.5) -> bool:
+        """Remove the cgroup's directories; a process still in one (a grandchild not yet swept) is
+        killed first. True when every directory is gone."""
+        deadline = time.monotonic() + wait
+        left = []
         for path in self.dirs:
+            while True:
+                try:
+                    os.rmdir(path)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        left.append(path)
+                        break
+                    _kill_members(path)
+                    time.sleep(0.005)
+        self.dirs = left
+        return not left
+
+
+def _kill_members(path: str) -> None:
+    try:
+        with open(os.path.join(path, "cgroup.procs")) as fh:
+            pids = [int(line) for line in fh if line.strip()]
+    except (OSError, ValueError):
+        return
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+CGROUP_PREFIX = "agw-"
+
+
+def cgroup_name(owner: int, serial: int) -> str:
+    """A name no other zygote can hold: the owner's pid, a serial, and a random tag (pids get reused)."""
+    return f"{CGROUP_PREFIX}{owner}-{serial}-{os.urandom(4).hex()}"
+
+
+def sweep_stale_cgroups(min_age: float = 60.0) -> int:
+    """Remove empty worker cgroups whose zygote is dead (it was SIGKILLed before it could tidy up).
+
+    Only directories older than `min_age` seconds are touched, so a live zygote's cgroup in the
+    instant between its creation and its first process is never taken; rmdir itself refuses any
+    cgroup that still holds a process. Returns how many were removed.
+    """
+    removed, now = 0, time.time()
+    for controller in ("memory", "pids", "cpuacct"):
+        base = _cgroup_dir(controller)
+        if base is None:
+            continue
+        try:
+            entries = os.listdir(base)
+        except OSError:
+            continue
+        for entry in entries:
+            if not entry.startswith(CGROUP_PREFIX):
+                continue
+            owner = entry[len(CGROUP_PREFIX) :].split("-", 1)[0]
+            path = os.path.join(base, entry)
             try:
+                if not owner.isdigit() or _alive(int(owner)) or now - os.stat(path).st_mtime < min_age:
+                    continue
                 os.rmdir(path)
+                removed += 1
             except OSError:
                 pass
-        self.dirs = []
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def _cgroup_dir(controller: str) -> str | None:

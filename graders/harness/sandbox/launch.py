@@ -91,9 +91,19 @@ class ZygoteLaunch:
         except OSError:
             return ""
 
-    def kill(self) -> None:
-        """Kill the zygote and everything it started, and remove its folder."""
+    def kill(self, grace: float = 2.0) -> None:
+        """End the zygote and everything it started, and remove its folder.
+
+        A zygote that has said hello sees its control socket close and tidies up itself (kills its
+        workers, sweeps their leftovers, removes their cgroups); it gets `grace` seconds for that
+        before SIGKILL, which would leave its cgroups behind.
+        """
         self.control.close()
+        if self.hello is not None:
+            try:
+                self.proc.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                pass
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except ProcessLookupError:
