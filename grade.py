@@ -1,32 +1,27 @@
 #!/usr/bin/env python3
 """Grade your attention-lesson exercises: `python grade.py` (see README.md, or --help)."""
 
-import signal
 import sys
 
-from graders.harness.sandbox.launch import prestart  # standard library only: torch is not loaded yet
+from graders.harness.sandbox.launch import defer_interrupts, prestart  # standard library only
 
 # cli.COMMANDS: these grade nothing here
 COMMANDS = ("schema", "validate", "new", "build", "batch", "merge", "similarity")
 
 if __name__ == "__main__":
     argv = sys.argv[1:]
-    held: list[int] = []
     if (
         not argv
         or argv[0] not in COMMANDS
         and "-h" not in argv
         and "--help" not in argv
     ):
-        # the zygote imports torch while this process imports torch and pytest; a Ctrl-C during
-        # its start waits until it is registered for clean-up, then is handled below
-        default = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+        # the zygote imports torch while this process imports torch and pytest; a Ctrl-C meanwhile
+        # is noted and raised once grading starts (cli.interruptible), after every import
+        defer_interrupts()
         prestart()
-        signal.signal(signal.SIGINT, default)
 
     try:
-        if held:
-            raise KeyboardInterrupt
         from graders.harness.cli import main
 
         status = main()

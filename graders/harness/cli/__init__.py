@@ -25,6 +25,7 @@ from ..core.intake import REPORT_SUFFIX
 from ..core.options import exercise_option, lang_option
 from ..core.project import ManifestError, Project, UsageError, default_project
 from ..core.settings import Settings
+from ..sandbox.launch import take_interrupts
 
 EXIT_OK, EXIT_BELOW, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -175,6 +176,8 @@ def cmd_watch(project: Project, folder: Path, settings: Settings) -> int:
         write_html_report(project, folder, whole, settings.lang, notices=terminal)
 
     try:
+        if take_interrupts():  # Ctrl-C while starting
+            raise KeyboardInterrupt
         watch(project, folder, settings, show=show)
     except WatchUnavailable as exc:
         raise UsageError(str(exc)) from exc
@@ -192,8 +195,11 @@ def interruptible() -> Iterator[None]:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         raise KeyboardInterrupt
 
+    take = take_interrupts()  # a Ctrl-C while starting (grade.py defers those): stop now
     previous = signal.signal(signal.SIGINT, first)
     try:
+        if take:
+            raise KeyboardInterrupt
         yield
     finally:
         signal.signal(signal.SIGINT, previous)

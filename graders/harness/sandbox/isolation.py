@@ -317,9 +317,10 @@ class Cgroup:
                 ok = False
         return ok
 
-    def remove(self, wait: float = 0.5) -> bool:
-        """Remove the cgroup's directories; a process still in one (a grandchild not yet swept) is
-        killed first. True when every directory is gone."""
+    def remove(self, wait: float = 0.0) -> bool:
+        """Remove the cgroup's directories, for up to `wait` s: a process still in one (a grandchild
+        not yet swept) is killed, and the kernel may hold an emptied cgroup a moment longer. True
+        when every directory is gone; call again later otherwise."""
         deadline = time.monotonic() + wait
         left = []
         for path in self.dirs:

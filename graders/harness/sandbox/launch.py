@@ -119,6 +119,24 @@ def default_options(uid_block: int) -> dict:
     return {"run_as": None, "isolate": True, "userns": True, "uid_block": uid_block, "uid_start": 0}
 
 
+_interrupts: list[int] = []
+
+
+def defer_interrupts() -> None:
+    """Note a Ctrl-C instead of raising it, until `take_interrupts`: raised in the middle of an
+    import (pydantic's Rust core, torch), KeyboardInterrupt can come out as another exception, or
+    leave a module half-imported."""
+    signal.signal(signal.SIGINT, lambda signum, frame: _interrupts.append(signum))
+
+
+def take_interrupts() -> bool:
+    """Back to Python's own Ctrl-C handler; True when a Ctrl-C came while they were deferred."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    came = bool(_interrupts)
+    _interrupts.clear()
+    return came
+
+
 def prestart() -> None:
     """Start a zygote with the default options now; the next default `SandboxPool` adopts it."""
     global _prestarted

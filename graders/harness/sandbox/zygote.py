@@ -102,6 +102,7 @@ class Zygote:
         self.statuses: dict[int, str] = {}
         self.children: dict[int, int | None] = {}  # live worker pid -> its uid
         self.cgroups: dict[int, isolation.Cgroup] = {}
+        self.cgroups_left: list[isolation.Cgroup] = []  # of collected workers, still to be removed
         self.spawned = 0
         self.own_pidns = isolation.open_own_pid_namespace() if mode == "root" else None
         self.seccomp = seccomp
@@ -136,11 +137,12 @@ class Zygote:
             else:
                 self.statuses[pid] = f"exited:{os.waitstatus_to_exitcode(status)}"
         cgroup = self.cgroups.pop(pid, None)
-        if cgroup is not None:
-            cgroup.remove()
+        if cgroup is not None and not cgroup.remove():
+            self.cgroups_left.append(cgroup)  # busy a moment longer: retried, never waited for here
 
     def reap(self) -> None:
         """Collect every exited child (workers and swept orphans alike)."""
+        self.cgroups_left = [c for c in self.cgroups_left if not c.remove()]
         while True:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
@@ -352,9 +354,10 @@ class Zygote:
                 except (ProcessLookupError, PermissionError):
                     pass
         self.sweep(time.monotonic() + 2.0)
-        for cgroup in self.cgroups.values():  # workers whose exit was never collected
-            cgroup.remove()
+        for cgroup in [*self.cgroups.values(), *self.cgroups_left]:  # nothing of this zygote outlives it
+            cgroup.remove(wait=0.5)
         self.cgroups.clear()
+        self.cgroups_left = []
 
     def serve(self) -> None:
         try:
