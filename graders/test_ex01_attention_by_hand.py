@@ -29,7 +29,11 @@ V = torch.arange(1, 13, dtype=torch.float64).reshape(3, 4)  # (3, 4)
 D_K = 4
 KEY_SUBSETS = [[0], [1], [2], [0, 1], [0, 2], [1, 2]]  # a weighted sum that leaves keys out
 SHAPES = {"SCORES": (3, 3), "WEIGHTS": (3, 3), "CONTEXT": (3, 4)}
-CONTEXT_SHAPES = {"context_one_row": [(4,), (1, 4)], "context_transposed": (4, 3)}
+CONTEXT_SHAPES = {
+    "context_one_row": [(4,), (1, 4)],
+    "context_transposed": (4, 3),
+    "context_columns_missing": [(3, 1), (3, 2), (3, 3)],  # a loop over columns that stops early
+}
 SCORES_SHAPES = {"scores_transposed_product": (4, 4)}  # QᵀK instead of QKᵀ
 ATOL = 0.006  # two-decimal rounding of scores and weights
 CONTEXT_ATOL = 0.01  # two-decimal rounding of context entries near 10
@@ -218,6 +222,7 @@ def test_weights_match_scores(student, evidence):
     evidence.heatmap("WEIGHTS", weights, expected)
     variants = {
         "softmax_wrong_axis": torch.softmax(scores, dim=-2),
+        "scaled_inside_softmax": torch.softmax(scores / D_K**0.5, dim=-1),
         "no_exp": scores / scores.sum(-1, keepdim=True),
         "no_softmax": scores,
         "scale_after_softmax": expected / D_K**0.5,
