@@ -25,9 +25,9 @@ LAYERS = ["query", "key", "value", "out_proj"]
 
 def missing_layers(info: dict, embed: int) -> list[str]:
     """The projections of LAYERS that a module (as `expect.introspect` confirms it) does not hold
-    as nn.Linear(embed, embed) with a bias."""
+    as nn.Linear(embed, embed); with or without a bias (a missing bias is charged by the values)."""
     linear = info.get("linear", {})
-    return [name for name in LAYERS if linear.get(name) != [embed, embed, True]]
+    return [name for name in LAYERS if (linear.get(name) or [None, None])[:2] != [embed, embed]]
 
 
 
@@ -72,6 +72,19 @@ def merge_heads_last(t: torch.Tensor) -> torch.Tensor:
     """The inverse of `split_heads_last` (what a student who split that way writes to merge)."""
     batch, heads, length, head_dim = t.shape
     return t.permute(0, 2, 3, 1).reshape(batch, length, head_dim * heads)
+
+
+def merge_heads_stacked_first(t: torch.Tensor) -> torch.Tensor:
+    """The mistake of heads stacked in front of the batch, (H, B, L, d_k), merged as if that tensor
+    were (B, H, L, d_k): batch elements and heads are mixed in the output."""
+    batch, heads, length, head_dim = t.shape
+    return t.transpose(0, 1).transpose(1, 2).reshape(batch, length, heads * head_dim)
+
+
+def softmax_of_transposed_scores(scores: torch.Tensor, dim: int) -> torch.Tensor:
+    """The mistake of a score matrix built transposed (row = key, e.g. einsum 'bhld,bhmd->bhml'), then
+    softmaxed over its last axis: each key's distribution over the queries."""
+    return torch.softmax(scores.transpose(-2, -1), dim=dim)
 
 
 # ---------------------------------------------------------------- the formula and torch's oracle
@@ -271,6 +284,8 @@ def variants(
         "weight_not_transposed": dict(linear="weight_not_transposed"),
         "missing_bias": dict(linear="missing_bias"),
         "no_projections": dict(no_projections=True),
+        "heads_stacked_first": dict(merge=merge_heads_stacked_first),
+        "scores_transposed": dict(softmax=softmax_of_transposed_scores),
     }
     out = {diagnosis: forward(x, state, num_heads, **options) for diagnosis, options in wrong.items()}
     splits = {"split_without_transpose": split_without_transpose, "split_heads_last": split_heads_last}

@@ -73,12 +73,15 @@ def random_tokens(rng, embed=EMBED, count=5):
     return torch.randn(count, embed, generator=rng)  # (5, E), rows A..E
 
 
-def random_non_involution(rng, length):
-    """A random permutation that is not its own inverse, as a list."""
-    while True:
-        order = torch.randperm(length, generator=rng).tolist()
-        if P.inverse(order) != order:
-            return order
+def random_cycle(rng, length):
+    """A random permutation that is one cycle through every position, as a list: no position stays
+    put and no power of it short of the length is the identity, so a restore that is wrong at any
+    position, or any other power of the order, shows whatever the seed."""
+    visit = torch.randperm(length, generator=rng).tolist()
+    order = [0] * length
+    for i, position in enumerate(visit):
+        order[position] = visit[(i + 1) % length]
+    return order
 
 
 # ---------------------------------------------------------------- student calls
@@ -113,11 +116,50 @@ def check_batch_values(batch, tokens, expected=None):
         )  # fmt: skip
 
 
+def slots_astray(outputs, order):
+    """An estimator naming a restore that is right but at one or two positions (a loop building the
+    inverse that skips its first or last step, say): every row comes from `outputs`, a few at the
+    wrong place."""
+    def by_position(t: torch.Tensor) -> torch.Tensor:  # (..., L, E) -> (L, everything else)
+        return t.detach().double().movedim(-2, 0).reshape(len(order), -1)
+
+    source, expected = by_position(outputs), by_position(P.restore(outputs, order))
+
+    def estimate(got):
+        if not isinstance(got, torch.Tensor) or got.shape != outputs.shape:
+            return None
+        got = by_position(got)
+        rows_known = all(bool(torch.isclose(row, source, atol=1e-6).all(-1).any()) for row in got)
+        wrong = [i for i in range(len(order)) if not torch.allclose(got[i], expected[i], atol=1e-6)]
+        if rows_known and 1 <= len(wrong) <= 2 < len(order):
+            return "restore_slots_wrong", {"slots": ", ".join(map(str, wrong))}
+        return None
+
+    return estimate
+
+
 def student_restore(student, outputs, order, label=None):
     label = label or f"restore_order(outputs, {order})"
     got = student.restore_order(outputs, list(order))
     expect.true(got is not None, NONE_TEXT.format(name="restore_order"), "returns_none")
     return got, label
+
+
+def columns_sliced(table, seq_len: int, d_model: int) -> bool:
+    """A longer table cut along the wrong axis: pe[:, :seq_len] of a (max_len, d_model) table (not
+    the table transposed, which is read as meant)."""
+    return (
+        isinstance(table, torch.Tensor) and table.dim() == 2 and table.shape[0] > seq_len
+        and table.shape[1] == min(seq_len, d_model) != d_model and tuple(table.shape) != (d_model, seq_len)
+    )  # fmt: skip
+
+
+def any_table(got, name: str) -> torch.Tensor:
+    """The student's table as a tensor of any shape; whole numbers taken as numbers (the checks of
+    shapes and values charge those)."""
+    if isinstance(got, torch.Tensor) and not got.is_floating_point() and not got.is_complex():
+        got = got.double()
+    return expect.tensor(got, name)
 
 
 def student_pe(student, seq_len, d_model, *, as_meant=True):
@@ -129,6 +171,8 @@ def student_pe(student, seq_len, d_model, *, as_meant=True):
     if as_meant and isinstance(got, torch.Tensor) and not got.is_floating_point() and not got.is_complex():
         got = got.double()  # whole numbers are still a table of numbers: its values are judged elsewhere
     table = expect.tensor(got, name)
+    if columns_sliced(table, seq_len, d_model):  # no reading of it is the table: name the cut
+        expect.tensor(table, name, (seq_len, d_model), shape_variants={"pe_sliced_columns": tuple(table.shape)})
     if as_meant and table.dim() > 2 and [n for n in table.shape if n != 1] == [seq_len, d_model]:
         table = table.reshape(seq_len, d_model)  # an axis of size 1 to spare (a batch axis, say)
     if as_meant and seq_len != d_model and tuple(table.shape) == (d_model, seq_len):
@@ -189,7 +233,7 @@ def test_batch_orders(student, rng):
 
 @check("restore_single")
 def test_restore_single(student, rng):
-    for order in (NON_INVOLUTION, random_non_involution(rng, 7)):
+    for order in (NON_INVOLUTION, random_cycle(rng, 7)):
         outputs = torch.randn(len(order), EMBED, generator=rng)  # (L, E), rows in the permuted order
         got, label = student_restore(student, outputs, order)
         variants = {
@@ -200,12 +244,13 @@ def test_restore_single(student, rng):
             "restore_does_nothing": outputs,
             "restore_feature_dim": outputs[:, P.inverse(order)] if EMBED >= len(order) else None,
         }
-        expect.close(got, P.restore(outputs, order), label, variants=variants)
+        expect.close(got, P.restore(outputs, order), label, variants=variants,
+                     estimators=[slots_astray(outputs, order)])  # fmt: skip
 
 
 @check("restore_batched")
 def test_restore_batched(student, rng):
-    for batch, order, embed in ((7, NON_INVOLUTION, EMBED), (3, random_non_involution(rng, 8), 4)):
+    for batch, order, embed in ((7, NON_INVOLUTION, EMBED), (3, random_cycle(rng, 8), 4)):
         outputs = torch.randn(batch, len(order), embed, generator=rng)  # (B, L, E)
         got, label = student_restore(student, outputs, order)
         variants = {
@@ -268,6 +313,8 @@ def test_pe_shapes(student):
         if isinstance(got, torch.Tensor) and not got.is_floating_point() and not got.is_complex():
             got = got.double()  # the shape is judged here; whole numbers are charged by the value checks
         wrong = {"pe_transposed": (d_model, seq_len), "pe_extra_row": (seq_len + 1, d_model)}
+        if columns_sliced(got, seq_len, d_model):
+            wrong["pe_sliced_columns"] = tuple(got.shape)
         expect.tensor(got, name, (seq_len, d_model), shape_variants=wrong)
 
 
@@ -309,12 +356,14 @@ def test_pe_odd_d_model(student):
 @check("pe_not_trainable")
 def test_pe_not_trainable(student):
     seq_len, d_model = 5, 8
-    first, name = student_pe(student, seq_len, d_model)
+    name = f"sinusoidal_positional_encoding({seq_len}, {d_model})"
+    first = any_table(student.sinusoidal_positional_encoding(seq_len, d_model), name)
     expect.true(
         not first.requires_grad, TRAINABLE_TEXT.format(seq_len=seq_len, d_model=d_model), "pe_trainable"
     )
     with expect.fresh_draws(student):  # a fixed table: no randomness in it either
-        second, _ = student_pe(student, seq_len, d_model)
+        second = any_table(student.sinusoidal_positional_encoding(seq_len, d_model), name)
+    expect.tensor(second, name, tuple(first.shape))  # two calls, two shapes: not one fixed table
     err = expect.largest_difference(first, second)
     expect.true(err == 0.0, CHANGES_TEXT.format(name=name, err=err), "pe_random")
 
@@ -336,8 +385,9 @@ def test_orders_match_reference(student, reference, rng):
     tokens = random_tokens(rng, 7)
     batch = student_batch(student, tokens)
     check_batch_values(batch, tokens, reference.make_order_batch(tokens.double()))
-    order = random_non_involution(rng, 9)
+    order = random_cycle(rng, 9)
     outputs = torch.randn(2, 9, 3, generator=rng)  # (B, L, E)
     got, label = student_restore(student, outputs, order)
     expect.close(got, reference.restore_order(outputs.double(), list(order)), label,
-                 variants={"restore_forward_instead_of_inverse": outputs[:, order]})  # fmt: skip
+                 variants={"restore_forward_instead_of_inverse": outputs[:, order]},
+                 estimators=[slots_astray(outputs, order)])  # fmt: skip

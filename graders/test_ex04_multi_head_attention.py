@@ -49,16 +49,29 @@ def student_layer(
     return layer, state, x
 
 
+def split_layouts(batch: int, length: int, embed: int, heads: int) -> dict[str, tuple[int, ...]]:
+    """Shapes of the weights when the heads were split along the wrong axes: attention then runs
+    over something other than the tokens, so no reading of these weights is the heads' weights."""
+    head_dim = embed // heads
+    return {
+        "split_dims_swapped": (batch, head_dim, length, length),
+        "heads_not_moved": (batch, length, heads, heads),
+        "split_transposed_wrong_axes": (batch, length, head_dim, head_dim),
+    }
+
+
 def run(layer, x, name="SimpleMultiHeadAttention.forward(x)", *, heads):
     """(output, weights) of the student's forward, read as meant: the other order, the output alone,
-    or the weights with the heads still folded into the batch, taken for what they are (`mha_shapes`
-    charges the layout)."""
+    the weights with the heads still folded into the batch or stacked in front of it, taken for
+    what they are (`mha_shapes` charges the layout)."""
     batch, length, embed = x.shape
     output, weights = expect.pair_as_meant(
         layer(x), name, ((batch, length, embed), (batch, heads, length, length))
     )
     if isinstance(weights, torch.Tensor) and tuple(weights.shape) == (batch * heads, length, length):
         weights = weights.reshape(batch, heads, length, length)  # heads left folded into the batch
+    if isinstance(weights, torch.Tensor) and batch != heads and tuple(weights.shape) == (heads, batch, length, length):
+        weights = weights.transpose(0, 1)  # the heads stacked in front of the batch
     return output, weights
 
 
@@ -119,6 +132,9 @@ def compare(layer, state, x, heads, expected_out, expected_w, evidence=None):
             evidence.heatmap(f"weights[0, {head}]", weights[0, head].double(), expected_w[0, head])
     joint_out = output if isinstance(output, torch.Tensor) else None
     joint_w = weights if isinstance(weights, torch.Tensor) else None
+    layouts = split_layouts(*x.shape, heads)
+    if joint_w is not None and tuple(joint_w.shape) in layouts.values():  # heads split on the wrong axes
+        expect.tensor(joint_w, "weights", tuple(expected_w.shape), finite=False, shape_variants=layouts)
     located = A.localised(expected_w, joint_w, "mha_scores_wrong", "mha_after_weights")
     expect.close(weights, expected_w, "weights", variants=A.swapped(pairs), joint=joint_out,
                  estimators=[M.scale_estimator(x, state, heads), located])  # fmt: skip
@@ -177,12 +193,10 @@ def test_mha_shapes(student, rng):
         shapes = ((batch, length, embed), (batch, heads, length, length))
         output, weights = expect.pair_in_order(layer(x), "SimpleMultiHeadAttention.forward(x)", shapes,
                                                ("output", "weights"))  # fmt: skip
-        expect.tensor(weights, "weights", (batch, heads, length, length), finite=False,
-                      shape_variants={"weights_averaged": (batch, length, length),
-                                      "heads_folded_into_batch": (batch * heads, length, length),
-                                      "split_dims_swapped": (batch, embed // heads, length, length),
-                                      "heads_not_moved": (batch, length, heads, heads),
-                                      "sequence_first": (length, heads, batch, batch)})  # fmt: skip
+        layouts = {"weights_averaged": (batch, length, length),
+                   "heads_folded_into_batch": (batch * heads, length, length),
+                   "sequence_first": (length, heads, batch, batch), **split_layouts(batch, length, embed, heads)}  # fmt: skip
+        expect.tensor(weights, "weights", (batch, heads, length, length), finite=False, shape_variants=layouts)
         expect.tensor(output, "output", (batch, length, embed), finite=False)
 
 
@@ -218,6 +232,9 @@ def test_mha_scaling(student, rng, evidence):
     if found is None:  # the scale cannot be read off the weights: judge how they move with d_k
         if scales_with_sqrt_head_dim(student, rng, state, x, heads):
             return
+        layouts = split_layouts(batch, length, embed, heads)
+        if tuple(weights.shape) in layouts.values():  # heads split on the wrong axes: no scale to read
+            expect.tensor(weights, "weights", tuple(expected.shape), finite=False, shape_variants=layouts)
         averaged = expected.mean(1)  # the right weights, averaged over the heads: the scale is right
         expect.close(weights, expected, "weights", variants=A.swapped(M.variants(x, state, heads)), joint=joint,
                      readings=[averaged], hint=NOT_SOFTMAX_TEXT)  # fmt: skip

@@ -438,21 +438,26 @@ def validate_project(
     lang: Lang = "en",
     pool=None,
     progress: Callable[[str], None] | None = None,
+    jobs: int = 1,
 ) -> list[ExerciseVerdict]:
     """Validate `exercises` (default: all) of `project`; one verdict per exercise, in exercise order.
 
+    With `jobs` > 1, exercises are validated side by side in that many processes (each with its own
+    sandbox; `pool` is then unused): the same verdicts, sooner on a machine with as many cores.
     Raises `ManifestError` only for an unknown exercise id (bad usage); a bad manifest is a
     problem in that exercise's verdict.
     """
-    from ..core.runner import grade
-    from ..sandbox.client import SandboxPool
-
     ids = project.exercise_ids()
     unknown = [i for i in exercises or [] if i not in ids]
     if unknown:
         raise ManifestError([f"unknown exercise {i!r} (known: {', '.join(ids)})" for i in unknown])
     ids = [i for i in ids if not exercises or i in exercises]
     seeds = list(seeds)
+    if jobs > 1 and len(ids) > 1:
+        return _validate_side_by_side(project, ids, seeds, lang, progress, jobs)
+    from ..core.runner import grade
+    from ..sandbox.client import SandboxPool
+
     own_pool = pool is None
     pool = pool or SandboxPool()
     verdicts = []
@@ -486,6 +491,39 @@ def validate_project(
             pool.close()
     verdicts.sort(key=lambda v: _order(project, v.id))
     return verdicts
+
+
+def _validate_side_by_side(
+    project: Project, ids: list[str], seeds: list[int], lang: Lang,
+    progress: Callable[[str], None] | None, jobs: int,
+) -> list[ExerciseVerdict]:  # fmt: skip
+    """`validate_project` for each exercise in a process of its own, `jobs` at a time, largest first
+    (by mutant count) so that the last to finish is a small one. Fresh interpreters ("spawn"): a
+    process forked from one where torch has run can deadlock."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    def size(eid: str) -> int:
+        folder = mutants_dir(project) / eid
+        return len(list(folder.glob("*.py"))) if folder.is_dir() else 0
+
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as executor:
+        futures = []
+        for eid in sorted(ids, key=size, reverse=True):
+            if progress:
+                progress(eid)
+            futures.append(executor.submit(_validate_one, project.root, eid, seeds, lang))
+        verdicts = [future.result() for future in futures]
+    verdicts.sort(key=lambda v: _order(project, v.id))
+    return verdicts
+
+
+def _validate_one(root: Path, eid: str, seeds: list[int], lang: Lang) -> ExerciseVerdict:
+    import torch
+
+    torch.set_num_threads(1)  # one core per process: the processes share the machine
+    return validate_project(Project(root), [eid], seeds, lang=lang)[0]
 
 
 def _order(project: Project, eid: str) -> tuple[int, str]:
@@ -585,6 +623,10 @@ def cmd_validate(argv: list[str], project: Project) -> int:
         "--seeds", type=parse_seeds, default=list(DEFAULT_SEEDS), metavar="S1,S2,...",
         help=f"seeds for the reference runs (default: {','.join(map(str, DEFAULT_SEEDS))})",
     )  # fmt: skip
+    parser.add_argument(
+        "--jobs", type=int, default=1, metavar="N",
+        help="validate N exercises side by side, in N processes (default 1)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     lang = args.lang or default_lang()
     progress = (
@@ -592,7 +634,8 @@ def cmd_validate(argv: list[str], project: Project) -> int:
         if sys.stderr.isatty()
         else None
     )
-    verdicts = validate_project(project, args.exercise, args.seeds, lang=lang, progress=progress)
+    verdicts = validate_project(project, args.exercise, args.seeds, lang=lang, progress=progress,
+                                jobs=max(1, args.jobs))  # fmt: skip
     sys.stdout.write(render_table(verdicts, lang))
     findings = render_findings(verdicts, lang)
     if findings:

@@ -145,6 +145,12 @@ COMMON_DIAGNOSES: dict[str, DiagnosisSpec] = {
             en="Every value of `{name}` is exactly a {dtype} number, and right only to about three significant digits: your computation went through half precision (.half(), float16 or bfloat16). Compute in the inputs' dtype.",
         )
     ),
+    "axis_counted_from_front": DiagnosisSpec(
+        message=Text(
+            zh="这一行按从前往后的编号写了一个维度（例如 dim=2）：输入的前导（批次）维数不同时，它就指向另一个维度，或者根本不存在。从后往前数：最后一维是 dim=-1，倒数第二维是 -2。",
+            en="That line names an axis by its number from the front (dim=2, say): when the input has fewer or more leading (batch) axes, that is another axis, or none at all. Count from the end: the last axis is dim=-1, the one before it -2.",
+        )
+    ),
     "shapes_do_not_fit": DiagnosisSpec(
         message=Text(
             zh="这一行里两个张量的形状对不上（见上面的报错）：在这一行打印它们的 .shape，对照题目中的形状约定。",
@@ -199,6 +205,9 @@ COMMON_ERRORS: dict[str, str] = {
     r"argument 'size' .*float|received an invalid combination of arguments.*float",
     "keepdim_missing": r"(?s)(must match the size of tensor b|size of tensor a).*\n.*"
     r"\.(sum|max|amax|mean|logsumexp)\((?![^)\n]*keepdim)",
+    "axis_counted_from_front": r"(?s)Dimension out of range.*\n[^\n]*(\bdim\s*=\s*[1-9]|"
+    r"\.(softmax|transpose|sum|amax|max|mean|size|flatten|unsqueeze|squeeze)\(\s*[1-9]|"
+    r"\b(softmax|transpose|sum|amax|mean|unsqueeze|squeeze)\([^)\n]*,\s*[1-9]\s*[,)])",
     "shapes_do_not_fit": r"must match the size of tensor b|mat1 and mat2 shapes cannot be multiplied|"
     r"Expected size for first two dimensions|shape '\[.*\]' is invalid for input of size|"
     r"number of dims don't match in permute|Dimension out of range|expanded size of the tensor|"
