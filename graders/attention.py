@@ -285,6 +285,27 @@ def localised(right_weights: torch.Tensor, weights: torch.Tensor | None, before:
     return estimate
 
 
+def dropped_out(right_weights: torch.Tensor, weights: torch.Tensor | None, name: str = "dropout_on_weights"):
+    """An `expect.close` estimator naming a dropout on the attention weights (F.dropout, which drops
+    whenever it is not told training=False): the student's own `weights` are the right ones with
+    some entries zeroed and every other one scaled by the same 1/(1 − p)."""
+
+    def estimate(_: torch.Tensor):
+        if weights is None or weights.shape != right_weights.shape or not bool(torch.isfinite(weights).all()):
+            return None
+        w, right = weights.detach().double(), right_weights.double()
+        kept = (w != 0) & (right > 1e-3)
+        if int(kept.sum()) < 4:  # (a small tensor may come through with nothing dropped: still scaled)
+            return None
+        ratios = w[kept] / right[kept]
+        factor = float(ratios.median())
+        if factor <= 1.0 + 1e-6 or not torch.allclose(ratios, torch.full_like(ratios, factor), rtol=1e-3):
+            return None
+        return name, {"p": f"{1 - 1 / factor:.2g}"}
+
+    return estimate
+
+
 def scale_estimator_via_weights(weights: torch.Tensor | None, q, k, v, what: str = "√d_k"):
     """An `expect.close` estimator for the context: when the context is the student's own weights
     times V, the scale read off those weights names the mistake (e.g. 1/2 where 1/4 is due)."""

@@ -286,6 +286,7 @@ def test_sdpa_rows_sum_to_one(student, rng):
         "weights.sum(-1)",
         atol=ROW_SUM_ATOL,
         variants=A.row_sum_variants(q, k, v),
+        estimators=[A.dropped_out(A.attention(q, k, v)[1], weights)],
     )
 
 
@@ -327,7 +328,8 @@ def test_sdpa_matches_oracle(student, rng):
         where = A.localised(A.attention(q, k, v)[1], joint, "sdpa_before_softmax", "sdpa_after_softmax")
         variants = {**A.context_variants(q, k, v), "scores_clipped": clipped(q, k, v)}
         expect.close(context, A.attention_oracle(q, k, v), "context", variants=variants,
-                     joint=joint, estimators=[A.scale_estimator_via_weights(joint, q, k, v), where])  # fmt: skip
+                     joint=joint, estimators=[A.scale_estimator_via_weights(joint, q, k, v), where,
+                                              A.dropped_out(A.attention(q, k, v)[1], joint)])  # fmt: skip
 
 
 @check("sdpa_matches_reference")
@@ -341,7 +343,8 @@ def test_sdpa_matches_reference(student, reference, rng):
         raw = A.scores(q, k, 1.0)
         where = A.localised(expected_w, joint_w, "sdpa_before_softmax", "sdpa_after_softmax")
         expect.close(weights, expected_w, "weights", variants=A.weight_variants(q, k, v), joint=joint_c,
-                     estimators=[A.scale_estimator(raw, 1 / math.sqrt(q.shape[-1])), where])  # fmt: skip
+                     estimators=[A.scale_estimator(raw, 1 / math.sqrt(q.shape[-1])), where,
+                                 A.dropped_out(expected_w, joint_w)])  # fmt: skip
         expect.close(context, expected_c, "context", variants=A.context_variants(q, k, v), joint=joint_w,
                      estimators=[where])  # fmt: skip
 

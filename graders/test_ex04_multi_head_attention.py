@@ -26,6 +26,9 @@ KNOWN_ERRORS = {
     "valid_split_rejected": r"(?s)^ValueError: .*\n.*\braise ValueError\b",  # every size the checks use is valid
     "view_not_contiguous": r"view size is not compatible with input tensor's size and stride",
     "k_transpose_batched": r"(?s)RuntimeError.*\n.*\b[A-Za-z_]\w*\.T\b",
+    # the keys transposed with fixed axes (1, 2) in the product: on (B, H, L, d_k) that swaps H and L
+    "transpose_fixed_dims": r"(?s)(RuntimeError|IndexError).*\n[^\n]*((@|matmul)[^\n]*\.transpose\(1, ?2\)"
+    r"|\.transpose\(1, ?2\)[^\n]*(@|matmul))",
 }
 LARGE_SCORE = 1000.0  # the largest scaled score of the large-score check: exp() overflows even in float64
 
