@@ -62,6 +62,10 @@ SHARE_TEXT = Text(
     zh="train 模式下，{where_zh}被置零的比例是 {got:.3f}（{count} 个值），应约为 {expected:.3f}（p = {p}）。",
     en="In train mode, the dropout {where_en} zeroed a share {got:.3f} of {count} values; expected about {expected:.3f} (p = {p}).",
 )
+RESIDUAL_TEXT = Text(
+    zh="train 模式下，在两个子层的输出恒为 0 的权重下（子层上的 dropout 无值可丢），同一输入调用 {count} 次，输出仍然不同（最大差 {err:.3g}）：有 dropout 作用在了残差通路上（层的输入或 norm 之后的结果），而不只是子层的输出上。",
+    en="In train mode, with weights under which both sub-layers output zero (a dropout on a sub-layer's output then has nothing to drop), {count} calls on the same input still disagree (largest difference {err:.3g}): a dropout acts on the residual path (the layer's input, or what a norm gives), not only on the sub-layers' outputs.",
+)
 SCALE_TEXT = Text(
     zh="train 模式下，{where_zh}保留下来的值被乘以了 {got}，应为 {expected}（1/(1−p)，p = {p}）。",
     en="In train mode, the dropout {where_en} scaled the values it kept by {got}; expected {expected} (1/(1−p), p = {p}).",
@@ -236,6 +240,19 @@ def judge_site(site: str, read: int, dropped: int, ratios: list[float]) -> None:
     expect.fail(text)
 
 
+def residual_path_kept(module, rng) -> None:
+    """Fail when a dropout acts on the residual path: with both sub-layers' outputs zero, a layer
+    whose dropouts sit on the sub-layer branches gives the same output on every train-mode call."""
+    embed, ff = E.probe_sizes(3)
+    x = E.residual_input(PROBE_BATCH, PROBE_LENGTH)
+    layer, _, _ = student_layer(module, rng, PROBE_BATCH, PROBE_LENGTH, embed, 3, ff, state=E.probe_state("residual"),
+                                x=x, dropout=P, train=True)  # fmt: skip
+    with expect.fresh_draws(layer):
+        outputs = [expect.tensor(output_of(layer, x), "output", tuple(x.shape)) for _ in range(DRAWS)]
+    err = max(expect.largest_difference(outputs[0], other) for other in outputs[1:])
+    expect.true(err <= 1e-6, RESIDUAL_TEXT.format(count=DRAWS, err=err), "dropout_on_residual")
+
+
 @check("enc_train_dropout")
 def test_enc_train_dropout(student, rng):
     module = graded(student)
@@ -243,6 +260,7 @@ def test_enc_train_dropout(student, rng):
     layer, _, x = student_layer(module, rng, batch, length, embed, heads, ff, properties=True)
     first = expect.tensor(output_of(layer, x), "output", finite=False)
     expect.responds(first, expect.tensor(output_of(layer, x.flip(1) + 1), "output", finite=False), "output")
+    residual_path_kept(module, rng)
     for site in SITES:
         x = E.probe_input(PROBE_BATCH, PROBE_LENGTH)
         embed, ff = E.probe_sizes(3)

@@ -64,3 +64,18 @@ def test_probes_name_unscaled_and_missing_dropout():
     with pytest.raises(CheckFailed) as caught:
         GRADER.judge_site("attention", read, 0, [1.0] * read)
     assert caught.value.diagnosis == "dropout_missing"
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_residual_probe_holds_a_correct_layer_still_and_moves_a_dropped_residual(norm_first):
+    x = E.residual_input(GRADER.PROBE_BATCH, GRADER.PROBE_LENGTH).double()
+    assert bool((x != 0).all()) and bool((x.std(-1) > 0).all())  # every entry of the input is visible
+    layer = E.torch_layer(E.probe_state("residual"), 3, dropout=GRADER.P, norm_first=norm_first).train()
+    norm = torch.nn.LayerNorm(x.shape[-1], dtype=torch.float64)
+    for seed in range(20):
+        torch.manual_seed(seed)
+        with torch.no_grad():
+            outputs = [layer(x) for _ in range(GRADER.DRAWS)]
+            dropped_sum = [norm(torch.nn.functional.dropout(x, GRADER.P)) for _ in range(2)]
+        assert all(torch.equal(outputs[0], other) for other in outputs[1:])  # dropout on zero branches only
+        assert float((dropped_sum[0] - dropped_sum[1]).abs().max()) > 0.1  # norm(dropout(x + 0)) moves
