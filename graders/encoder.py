@@ -84,7 +84,10 @@ def _norm(z: torch.Tensor, state: dict, name: str) -> torch.Tensor:
     return F.layer_norm(z.double(), (z.shape[-1],), weight, bias, 1e-5)
 
 
-ACTIVATIONS = {"relu": torch.relu, "gelu": F.gelu, "none": lambda t: t}
+ACTIVATIONS = {
+    "relu": torch.relu, "gelu": F.gelu, "none": lambda t: t, "tanh": torch.tanh, "sigmoid": torch.sigmoid,
+    "silu": F.silu, "elu": F.elu, "leaky_relu": F.leaky_relu,
+}  # fmt: skip
 
 
 def forward(
@@ -180,6 +183,7 @@ def variants(x: torch.Tensor, state: dict[str, torch.Tensor], heads: int) -> dic
         "missing_norm2": dict(second_norm=None),
         "no_activation": dict(activation="none"),
         "gelu_activation": dict(activation="gelu"),
+        "other_activation": [dict(activation=a) for a in ("tanh", "sigmoid", "silu", "elu", "leaky_relu")],
         "activation_misplaced": [dict(activation_at="outer"), dict(activation_at="both")],
         "ff_reads_attention": dict(ff_input="attention"),
         "ff_residual_from_input": dict(ff_residual_from="x"),
@@ -227,12 +231,13 @@ def residual_input(batch: int, length: int) -> torch.Tensor:
     return (features % 5 - 1.75) + 0.1 * (tokens % 7)
 
 
-def probe_state(site: str) -> dict[str, torch.Tensor]:
+def probe_state(site: str, ff: int = 4 * GROUP) -> dict[str, torch.Tensor]:
     """Weights under which dropout site `site` ("attention": dropout1; "output": dropout2 alone;
     "hidden": the feed-forward block's inner dropout, then dropout2) acts on LEVEL at the D group;
     "residual": both sub-layers output zero whatever their input, so that a dropout on a sub-layer's
-    output has nothing to drop and only one on the residual path changes the output."""
-    embed, ff = 3 * GROUP, 4 * GROUP
+    output has nothing to drop and only one on the residual path changes the output. `ff`: the
+    feed-forward width (at least GROUP), for a layer whose linears have another one than asked."""
+    embed = 3 * GROUP
     d = slice(2 * GROUP, 3 * GROUP)
     state = {f"{n}.{p}": torch.zeros(embed, embed) if p == "weight" else torch.zeros(embed)
              for n in LINEARS for p in ("weight", "bias")}  # fmt: skip
@@ -257,7 +262,14 @@ def read_factors(site: str) -> dict[str, float]:
     if site == "attention":
         return {"post-norm": 1.0}
     gap = 1 / math.sqrt(2 / 9 + 1e-5)
-    return {"post-norm": 1 / gap, "pre-norm": 1.0}
+    layouts = {"post-norm": 1 / gap, "pre-norm": 1.0}
+    if site != "hidden":
+        return layouts
+    # the inner dropout acts on activation(HIDDEN): HIDDEN for ReLU, GELU, ELU, leaky ReLU, none at all;
+    # about 1 for a saturating activation (tanh, sigmoid), which the value checks charge
+    saturating = {name: float(ACTIVATIONS[name](torch.tensor(HIDDEN, dtype=torch.float64))) / HIDDEN
+                  for name in ("tanh", "sigmoid")}  # fmt: skip
+    return layouts | {f"{k}, {a}": f * r for k, f in layouts.items() for a, r in saturating.items()}
 
 
 def read_probe(outputs: list[torch.Tensor]) -> tuple[int, int, list[float]]:
