@@ -38,6 +38,7 @@ SCALE_MISTAKES = [
     "no_scaling",
     "divide_by_dk",
     "scale_after_softmax",
+    "power_precedence",
 ]
 
 LAYERS_TEXT = Text(
@@ -115,6 +116,7 @@ def variants(x, state, d_k=None) -> dict:
         "scale_uses_seq_len": formula(x, state, scale=1 / math.sqrt(length)),
         "no_scaling": formula(x, state, scale=1.0),
         "divide_by_dk": formula(x, state, scale=1 / d_k),
+        "power_precedence": [formula(x, state, scale=s) for s in (2 / d_k, 1 / (2 * d_k))],  # d_k ** 1/2
         "scale_after_softmax": formula(x, state, scaled_after=True),  # the weights or the context
         "softmax_wrong_axis": [formula(x, state, softmax_dim=dim) for dim in (-2, 0)],
         "value_from_key": [formula(x, state, value=name) for name in ("W_k", "W_q")],
