@@ -103,7 +103,7 @@ def forward(
     ff_input: str = "h",
     ff_residual_from: str = "h",
     norm_inside: str = "",
-    first_norm: str = "norm1",
+    first_norm: str | None = "norm1",
     activation_at: str = "inner",
     discarded: str = "",
 ) -> torch.Tensor:
@@ -113,9 +113,10 @@ def forward(
     fed the raw attention output (`ff_input` "attention") or its residual taken from the layer's
     input (`ff_residual_from` "x"), or each norm applied to its block's output inside the residual
     (`norm_inside` "both": x + norm1(attn), then h + norm2(ff); "first": the first one only),
-    `first_norm` "norm2" (with `second_norm` "norm1": the two norms swapped), the activation after
-    linear2 (`activation_at` "outer") or after both linears ("both"), or one sub-layer's result
-    computed and never used (`discarded` "ff": the layer returns h; "attention": h is x)."""
+    `first_norm` None (no norm after the attention) or "norm2" (with `second_norm` "norm1": the two
+    norms swapped), the activation after linear2 (`activation_at` "outer") or after both linears
+    ("both"), or one sub-layer's result computed and never used (`discarded` "ff": the layer
+    returns h; "attention": h is x)."""
     mha_state = {k.removeprefix("self_attn."): v for k, v in state.items() if k.startswith("self_attn.")}
 
     def attention(t):
@@ -138,7 +139,8 @@ def forward(
         if norm_inside == "both":
             return h + _norm(feed_forward(h), state, "norm2")
         return _norm(h + feed_forward(h), state, "norm2")
-    h = _norm((x if attention_residual else 0) + attended, state, first_norm)  # (B, L, E)
+    h = (x if attention_residual else 0) + attended  # (B, L, E)
+    h = _norm(h, state, first_norm) if first_norm else h
     if discarded == "ff":
         return h
     h = x if discarded == "attention" else h
@@ -181,6 +183,7 @@ def variants(x: torch.Tensor, state: dict[str, torch.Tensor], heads: int) -> dic
         "norm_reused": [dict(second_norm="norm1"), dict(first_norm="norm2")],
         "norms_swapped": dict(first_norm="norm2", second_norm="norm1"),
         "missing_norm2": dict(second_norm=None),
+        "missing_norm1": dict(first_norm=None),
         "no_activation": dict(activation="none"),
         "gelu_activation": dict(activation="gelu"),
         "other_activation": [dict(activation=a) for a in ("tanh", "sigmoid", "silu", "elu", "leaky_relu")],
