@@ -184,14 +184,16 @@ def widened(state: dict, d_k: int, times: int = WIDER) -> dict:
 
 def shaped_as_context(got, x, d_k: int, finite: bool = False):
     """`got` as the (B, L, d_k) context (any other shape fails), naming the (B, L, L) of the
-    attention weights or scores and the (B, d_k) of a context pooled over the sequence."""
-    batch, length, _ = x.shape
+    attention weights or scores, the (B, d_k) of a context pooled over the sequence and the
+    (B, L, d_model) of values that skip W_v."""
+    batch, length, d_model = x.shape
     expected = (batch, length, d_k)
     if isinstance(got, torch.Tensor) and got.is_floating_point() and tuple(got.shape) != expected:
         shape = tuple(got.shape)
         for diagnosis, wrong in (
             ("returns_weights", (batch, length, length)),
             ("context_pooled", (batch, d_k)),
+            ("value_width", (batch, length, d_model)),
         ):
             if shape == wrong:
                 text = say("check.shape", name="context", expected=expected, got=shape)
