@@ -297,3 +297,13 @@ def read_probe(outputs: list[torch.Tensor]) -> tuple[int, int, list[float]]:
         dropped += int(at_zero.sum())
         ratios += rel[~at_zero].flatten().tolist()
     return read, dropped, ratios
+
+
+def read_unit(out: torch.Tensor) -> float | None:
+    """(D − Z)/(Z − R) of an eval-mode output of the probe (no dropout: every D entry kept, scale
+    1), when every usable row reads the same nonzero value; None otherwise (dropout at eval time,
+    a layout where the site's value does not pass through affinely)."""
+    read, dropped, ratios = read_probe([out])
+    if not read or dropped or max(ratios) - min(ratios) > 1e-4 * max(abs(r) for r in ratios):
+        return None
+    return sorted(ratios)[len(ratios) // 2]

@@ -190,19 +190,20 @@ def test_enc_matches_oracle_other_shapes(student, rng):
         compare(module, rng, config)
 
 
-def kept_scales(site: str, ratios: list[float]) -> list[float]:
+def kept_scales(site: str, ratios: list[float], unit: float | None = None) -> list[float]:
     """The scale of the kept entries as each layout that keeps the probe affine reads it: the median
-    ratio (every kept entry reads the same; the median is one of them) over that layout's factor."""
+    ratio (every kept entry reads the same; the median is one of them) over that layout's factor,
+    and over `unit`, the same ratio read off the layer's own eval-mode output, where there is one."""
     if not ratios:
         return []
     kept = sorted(ratios)[len(ratios) // 2]
-    return [kept / factor for factor in E.read_factors(site).values()]
+    return [kept / factor for factor in [*E.read_factors(site).values(), *([unit] if unit else [])]]
 
 
-def fixed_p(site: str, share: float, ratios: list[float]) -> float | None:
+def fixed_p(site: str, share: float, ratios: list[float], unit: float | None = None) -> float | None:
     """The p of a dropout that is right in itself but ignores the layer's p (a number written in its
     place), when the share zeroed and the scale of the kept entries both read as that same p."""
-    for scale in kept_scales(site, ratios):  # 1/(1−p), or 1/(1−p)² through the two hidden dropouts
+    for scale in kept_scales(site, ratios, unit):  # 1/(1−p), or 1/(1−p)² through the two hidden dropouts
         if scale <= 1:
             continue
         p = 1 - (1 / scale if site != "hidden" else 1 / math.sqrt(scale))
@@ -212,8 +213,10 @@ def fixed_p(site: str, share: float, ratios: list[float]) -> float | None:
     return None
 
 
-def judge_site(site: str, read: int, dropped: int, ratios: list[float]) -> None:
-    """Fail on a zeroed share or a kept scale that is not the site's (see `SITES`)."""
+def judge_site(site: str, read: int, dropped: int, ratios: list[float], eval_unit=lambda: None) -> None:
+    """Fail on a zeroed share or a kept scale that is not the site's (see `SITES`). `eval_unit()`
+    reads the kept entries' unit off the layer's eval-mode output, for a layout no known factor
+    fits (asked for only then)."""
     where_en, where_zh, share, scale = SITES[site]
     where = {"where_en": where_en, "where_zh": where_zh}
     got = dropped / read
@@ -227,13 +230,21 @@ def judge_site(site: str, read: int, dropped: int, ratios: list[float]) -> None:
             expect.fail(text, "dropout_keeps_p", got=f"{got:.2f}", p=P, **named)
         if site == "hidden" and abs(got - P) <= SHARE_TOL:  # one of the two dropouts is not there
             expect.fail(text, "dropout_missing", where=ATTRIBUTES[site])
-        fixed = fixed_p(site, got, ratios)
+        unit = eval_unit()
+        twice = 1 - (1 - P) ** 2  # the share two dropouts in a row zero, each scaling by 1/(1−p)
+        if site == "output" and abs(got - twice) <= SHARE_TOL:
+            if any(abs(r * (1 - P) ** 2 - 1) <= SCALE_RTOL for r in kept_scales(site, ratios, unit)):
+                expect.fail(text, "inner_dropout_misplaced", got=f"{got:.2f}")
+        fixed = fixed_p(site, got, ratios, unit)
         if fixed is not None:
             expect.fail(text, "dropout_p_fixed", got=f"{fixed:.2g}", p=P, **named)
         expect.fail(text)
     if not ratios or max(ratios) - min(ratios) > SCALE_RTOL * max(abs(r) for r in ratios):
         return  # no kept scale to read: a layout where the site's value does not pass through affinely
     readings = kept_scales(site, ratios)
+    if any(abs(r / scale - 1) <= SCALE_RTOL for r in readings):
+        return
+    readings = kept_scales(site, ratios, eval_unit())  # a layout of its own (a norm elsewhere, say)
     if any(abs(r / scale - 1) <= SCALE_RTOL for r in readings):
         return
     best = min(readings, key=lambda r: abs(r / scale - 1))
@@ -287,10 +298,15 @@ def test_enc_train_dropout(student, rng):
         with expect.fresh_draws(layer):
             outputs = [expect.tensor(output_of(layer, x), "output", tuple(x.shape)) for _ in range(DRAWS)]
         read, dropped, ratios = E.read_probe(outputs)
+
+        def eval_unit(layer=layer, x=x):
+            layer.eval()
+            return E.read_unit(expect.tensor(output_of(layer, x), "output", finite=False))
+
         # a layout that hides this site (no residual before a norm, say; every entry read sits at the
         # zero level, so the site's value never reaches the output) is judged elsewhere
         if read and dropped < read:
-            judge_site(site, read, dropped, ratios)
+            judge_site(site, read, dropped, ratios, eval_unit)
 
 
 @check("enc_built_by_hand")
