@@ -184,6 +184,7 @@ def variants(x: torch.Tensor, state: dict[str, torch.Tensor], heads: int) -> dic
         "norms_swapped": dict(first_norm="norm2", second_norm="norm1"),
         "missing_norm2": dict(second_norm=None),
         "missing_norm1": dict(first_norm=None),
+        "no_layer_norm": dict(first_norm=None, second_norm=None),
         "no_activation": dict(activation="none"),
         "gelu_activation": dict(activation="gelu"),
         "other_activation": [dict(activation=a) for a in ("tanh", "sigmoid", "silu", "elu", "leaky_relu")],
