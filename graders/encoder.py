@@ -84,7 +84,10 @@ def _norm(z: torch.Tensor, state: dict, name: str) -> torch.Tensor:
     return F.layer_norm(z.double(), (z.shape[-1],), weight, bias, 1e-5)
 
 
-ACTIVATIONS = {"relu": torch.relu, "gelu": F.gelu, "none": lambda t: t}
+ACTIVATIONS = {
+    "relu": torch.relu, "gelu": F.gelu, "none": lambda t: t, "tanh": torch.tanh, "sigmoid": torch.sigmoid,
+    "silu": F.silu, "elu": F.elu, "leaky_relu": F.leaky_relu,
+}  # fmt: skip
 
 
 def forward(
@@ -100,20 +103,31 @@ def forward(
     ff_input: str = "h",
     ff_residual_from: str = "h",
     norm_inside: str = "",
+    first_norm: str | None = "norm1",
+    activation_at: str = "inner",
+    discarded: str = "",
 ) -> torch.Tensor:
     """The layer's output in float64 (eval mode: no dropout); the keywords reproduce mistakes:
     `norm_first` (pre-norm), another `activation`, a residual left out, `second_norm` "norm1"
     (one norm used twice) or None (no norm after the feed-forward block), the feed-forward block
     fed the raw attention output (`ff_input` "attention") or its residual taken from the layer's
     input (`ff_residual_from` "x"), or each norm applied to its block's output inside the residual
-    (`norm_inside` "both": x + norm1(attn), then h + norm2(ff); "first": the first one only)."""
+    (`norm_inside` "both": x + norm1(attn), then h + norm2(ff); "first": the first one only),
+    `first_norm` None (no norm after the attention) or "norm2" (with `second_norm` "norm1": the two
+    norms swapped), the activation after linear2 (`activation_at` "outer") or after both linears
+    ("both"), or one sub-layer's result computed and never used (`discarded` "ff": the layer
+    returns h; "attention": h is x)."""
     mha_state = {k.removeprefix("self_attn."): v for k, v in state.items() if k.startswith("self_attn.")}
 
     def attention(t):
         return M.forward(t, mha_state, heads)[0]  # (B, L, E)
 
     def feed_forward(t):
-        return A.project(ACTIVATIONS[activation](A.project(t, state, "linear1")), state, "linear2")
+        act = ACTIVATIONS[activation]
+        hidden = A.project(t, state, "linear1")  # (B, L, F)
+        hidden = act(hidden) if activation_at in ("inner", "both") else hidden
+        out = A.project(hidden, state, "linear2")  # (B, L, E)
+        return act(out) if activation_at in ("outer", "both") else out
 
     x = x.double()
     if norm_first:
@@ -125,7 +139,11 @@ def forward(
         if norm_inside == "both":
             return h + _norm(feed_forward(h), state, "norm2")
         return _norm(h + feed_forward(h), state, "norm2")
-    h = _norm((x if attention_residual else 0) + attended, state, "norm1")  # (B, L, E)
+    h = (x if attention_residual else 0) + attended  # (B, L, E)
+    h = _norm(h, state, first_norm) if first_norm else h
+    if discarded == "ff":
+        return h
+    h = x if discarded == "attention" else h
     fed = attended if ff_input == "attention" else h
     z = ((x if ff_residual_from == "x" else h) if ff_residual else 0) + feed_forward(fed)  # (B, L, E)
     return _norm(z, state, second_norm) if second_norm else z
@@ -157,21 +175,32 @@ def torch_oracle(x: torch.Tensor, state: dict[str, torch.Tensor], heads: int) ->
 
 
 def variants(x: torch.Tensor, state: dict[str, torch.Tensor], heads: int) -> dict[str, torch.Tensor | list]:
-    """The output each known mistake gives, keyed by diagnosis id."""
+    """The output each known mistake gives, keyed by diagnosis id (a list: ways of writing one mistake)."""
     wrong = {
         "pre_norm": dict(norm_first=True),
         "no_attention_residual": dict(attention_residual=False),
         "no_ff_residual": dict(ff_residual=False),
-        "norm_reused": dict(second_norm="norm1"),
+        "norm_reused": [dict(second_norm="norm1"), dict(first_norm="norm2")],
+        "norms_swapped": dict(first_norm="norm2", second_norm="norm1"),
         "missing_norm2": dict(second_norm=None),
+        "missing_norm1": dict(first_norm=None),
+        "no_layer_norm": dict(first_norm=None, second_norm=None),
         "no_activation": dict(activation="none"),
         "gelu_activation": dict(activation="gelu"),
+        "other_activation": [dict(activation=a) for a in ("tanh", "sigmoid", "silu", "elu", "leaky_relu")],
+        "activation_misplaced": [dict(activation_at="outer"), dict(activation_at="both")],
         "ff_reads_attention": dict(ff_input="attention"),
         "ff_residual_from_input": dict(ff_residual_from="x"),
+        "norm_inside_residual": [dict(norm_inside="both"), dict(norm_inside="first")],
+        "ff_result_discarded": dict(discarded="ff"),
+        "attention_result_discarded": dict(discarded="attention"),
     }
-    out = {diagnosis: forward(x, state, heads, **options) for diagnosis, options in wrong.items()}
-    out["norm_inside_residual"] = [forward(x, state, heads, norm_inside=w) for w in ("both", "first")]
-    return out
+    return {
+        diagnosis: [forward(x, state, heads, **o) for o in options]
+        if isinstance(options, list)
+        else forward(x, state, heads, **options)
+        for diagnosis, options in wrong.items()
+    }
 
 
 # ---------------------------------------------------------------- dropout probes
@@ -198,10 +227,21 @@ def probe_input(batch: int, length: int) -> torch.Tensor:
     return x
 
 
-def probe_state(site: str) -> dict[str, torch.Tensor]:
+def residual_input(batch: int, length: int) -> torch.Tensor:
+    """An input with no zero entry and no constant row (for the "residual" probe: a dropout that
+    zeroes any entry of the residual path shows in the output)."""
+    features = torch.arange(3 * GROUP, dtype=torch.float32)
+    tokens = torch.arange(batch * length, dtype=torch.float32).reshape(batch, length, 1)
+    return (features % 5 - 1.75) + 0.1 * (tokens % 7)
+
+
+def probe_state(site: str, ff: int = 4 * GROUP) -> dict[str, torch.Tensor]:
     """Weights under which dropout site `site` ("attention": dropout1; "output": dropout2 alone;
-    "hidden": the feed-forward block's inner dropout, then dropout2) acts on LEVEL at the D group."""
-    embed, ff = 3 * GROUP, 4 * GROUP
+    "hidden": the feed-forward block's inner dropout, then dropout2) acts on LEVEL at the D group;
+    "residual": both sub-layers output zero whatever their input, so that a dropout on a sub-layer's
+    output has nothing to drop and only one on the residual path changes the output. `ff`: the
+    feed-forward width (at least GROUP), for a layer whose linears have another one than asked."""
+    embed = 3 * GROUP
     d = slice(2 * GROUP, 3 * GROUP)
     state = {f"{n}.{p}": torch.zeros(embed, embed) if p == "weight" else torch.zeros(embed)
              for n in LINEARS for p in ("weight", "bias")}  # fmt: skip
@@ -213,7 +253,7 @@ def probe_state(site: str) -> dict[str, torch.Tensor]:
         state["self_attn.out_proj.bias"][d] = LEVEL  # the attention's output, whatever the input
     elif site == "output":
         state["linear2.bias"][d] = LEVEL
-    else:
+    elif site == "hidden":
         for i in range(GROUP):
             state["linear2.weight"][2 * GROUP + i, i] = LEVEL / HIDDEN
     return state
@@ -226,7 +266,14 @@ def read_factors(site: str) -> dict[str, float]:
     if site == "attention":
         return {"post-norm": 1.0}
     gap = 1 / math.sqrt(2 / 9 + 1e-5)
-    return {"post-norm": 1 / gap, "pre-norm": 1.0}
+    layouts = {"post-norm": 1 / gap, "pre-norm": 1.0}
+    if site != "hidden":
+        return layouts
+    # the inner dropout acts on activation(HIDDEN): HIDDEN for ReLU, GELU, ELU, leaky ReLU, none at all;
+    # about 1 for a saturating activation (tanh, sigmoid), which the value checks charge
+    saturating = {name: float(ACTIVATIONS[name](torch.tensor(HIDDEN, dtype=torch.float64))) / HIDDEN
+                  for name in ("tanh", "sigmoid")}  # fmt: skip
+    return layouts | {f"{k}, {a}": f * r for k, f in layouts.items() for a, r in saturating.items()}
 
 
 def read_probe(outputs: list[torch.Tensor]) -> tuple[int, int, list[float]]:
@@ -251,3 +298,13 @@ def read_probe(outputs: list[torch.Tensor]) -> tuple[int, int, list[float]]:
         dropped += int(at_zero.sum())
         ratios += rel[~at_zero].flatten().tolist()
     return read, dropped, ratios
+
+
+def read_unit(out: torch.Tensor) -> float | None:
+    """(D − Z)/(Z − R) of an eval-mode output of the probe (no dropout: every D entry kept, scale
+    1), when every usable row reads the same nonzero value; None otherwise (dropout at eval time,
+    a layout where the site's value does not pass through affinely)."""
+    read, dropped, ratios = read_probe([out])
+    if not read or dropped or max(ratios) - min(ratios) > 1e-4 * max(abs(r) for r in ratios):
+        return None
+    return sorted(ratios)[len(ratios) // 2]

@@ -29,6 +29,7 @@ SCALE_RTOL = 1e-3
 KNOWN_ERRORS = {
     "mha_args_swapped": r"^ValueError: \d+ features cannot be cut into \d+ heads",  # the stand-in exercise 4's check
     "mha_pair_not_unpacked": r"unsupported operand type\(s\) for \+: 'Tensor' and 'tuple'|'tuple' object has no attribute|must be Tensor, not tuple",
+    "ff_sizes_wrong": r"size mismatch for linear[12]\.",  # the grader's weights do not fit the student's linears
 }  # fmt: skip
 SITES = {  # probe -> (where, in en and zh; share zeroed; scale of what is kept)
     "attention": ("after the attention (dropout1)", "注意力之后（dropout1）", P, 1 / (1 - P)),
@@ -61,6 +62,10 @@ DETERMINISTIC_TEXT = Text(
 SHARE_TEXT = Text(
     zh="train 模式下，{where_zh}被置零的比例是 {got:.3f}（{count} 个值），应约为 {expected:.3f}（p = {p}）。",
     en="In train mode, the dropout {where_en} zeroed a share {got:.3f} of {count} values; expected about {expected:.3f} (p = {p}).",
+)
+RESIDUAL_TEXT = Text(
+    zh="train 模式下，在两个子层的输出恒为 0 的权重下（子层上的 dropout 无值可丢），同一输入调用 {count} 次，输出仍然不同（最大差 {err:.3g}）：有 dropout 作用在了残差通路上（层的输入或 norm 之后的结果），而不只是子层的输出上。",
+    en="In train mode, with weights under which both sub-layers output zero (a dropout on a sub-layer's output then has nothing to drop), {count} calls on the same input still disagree (largest difference {err:.3g}): a dropout acts on the residual path (the layer's input, or what a norm gives), not only on the sub-layers' outputs.",
 )
 SCALE_TEXT = Text(
     zh="train 模式下，{where_zh}保留下来的值被乘以了 {got}，应为 {expected}（1/(1−p)，p = {p}）。",
@@ -141,7 +146,10 @@ def test_enc_structure(student):
     if attention != ("SimpleMultiHeadAttention", E.EX04) and info.get("is_nn_module", False):
         got = f"{attention[1]}.{attention[0]}" if attention else "missing"
         expect.fail(NOT_EX04_TEXT.format(got=got), "mha_not_from_ex04", got=got)
-    expect.true(info.get("is_nn_module", False) and not missing, text)
+    # linear1 and linear2 built, with other sizes (their arguments swapped, dim_feedforward ignored)
+    ff_sizes = bool(missing) and all(n.split(".")[0] in {"linear1", "linear2"} for n in missing)
+    ff_sizes = ff_sizes and {"linear1", "linear2"} <= set(info["linear"])
+    expect.true(info.get("is_nn_module", False) and not missing, text, "ff_sizes_wrong" if ff_sizes else None)
 
 
 @check("enc_shapes")
@@ -182,19 +190,20 @@ def test_enc_matches_oracle_other_shapes(student, rng):
         compare(module, rng, config)
 
 
-def kept_scales(site: str, ratios: list[float]) -> list[float]:
+def kept_scales(site: str, ratios: list[float], unit: float | None = None) -> list[float]:
     """The scale of the kept entries as each layout that keeps the probe affine reads it: the median
-    ratio (every kept entry reads the same; the median is one of them) over that layout's factor."""
+    ratio (every kept entry reads the same; the median is one of them) over that layout's factor,
+    and over `unit`, the same ratio read off the layer's own eval-mode output, where there is one."""
     if not ratios:
         return []
     kept = sorted(ratios)[len(ratios) // 2]
-    return [kept / factor for factor in E.read_factors(site).values()]
+    return [kept / factor for factor in [*E.read_factors(site).values(), *([unit] if unit else [])]]
 
 
-def fixed_p(site: str, share: float, ratios: list[float]) -> float | None:
+def fixed_p(site: str, share: float, ratios: list[float], unit: float | None = None) -> float | None:
     """The p of a dropout that is right in itself but ignores the layer's p (a number written in its
     place), when the share zeroed and the scale of the kept entries both read as that same p."""
-    for scale in kept_scales(site, ratios):  # 1/(1−p), or 1/(1−p)² through the two hidden dropouts
+    for scale in kept_scales(site, ratios, unit):  # 1/(1−p), or 1/(1−p)² through the two hidden dropouts
         if scale <= 1:
             continue
         p = 1 - (1 / scale if site != "hidden" else 1 / math.sqrt(scale))
@@ -204,8 +213,10 @@ def fixed_p(site: str, share: float, ratios: list[float]) -> float | None:
     return None
 
 
-def judge_site(site: str, read: int, dropped: int, ratios: list[float]) -> None:
-    """Fail on a zeroed share or a kept scale that is not the site's (see `SITES`)."""
+def judge_site(site: str, read: int, dropped: int, ratios: list[float], eval_unit=lambda: None) -> None:
+    """Fail on a zeroed share or a kept scale that is not the site's (see `SITES`). `eval_unit()`
+    reads the kept entries' unit off the layer's eval-mode output, for a layout no known factor
+    fits (asked for only then)."""
     where_en, where_zh, share, scale = SITES[site]
     where = {"where_en": where_en, "where_zh": where_zh}
     got = dropped / read
@@ -219,13 +230,21 @@ def judge_site(site: str, read: int, dropped: int, ratios: list[float]) -> None:
             expect.fail(text, "dropout_keeps_p", got=f"{got:.2f}", p=P, **named)
         if site == "hidden" and abs(got - P) <= SHARE_TOL:  # one of the two dropouts is not there
             expect.fail(text, "dropout_missing", where=ATTRIBUTES[site])
-        fixed = fixed_p(site, got, ratios)
+        unit = eval_unit()
+        twice = 1 - (1 - P) ** 2  # the share two dropouts in a row zero, each scaling by 1/(1−p)
+        if site == "output" and abs(got - twice) <= SHARE_TOL:
+            if any(abs(r * (1 - P) ** 2 - 1) <= SCALE_RTOL for r in kept_scales(site, ratios, unit)):
+                expect.fail(text, "inner_dropout_misplaced", got=f"{got:.2f}")
+        fixed = fixed_p(site, got, ratios, unit)
         if fixed is not None:
             expect.fail(text, "dropout_p_fixed", got=f"{fixed:.2g}", p=P, **named)
         expect.fail(text)
     if not ratios or max(ratios) - min(ratios) > SCALE_RTOL * max(abs(r) for r in ratios):
         return  # no kept scale to read: a layout where the site's value does not pass through affinely
     readings = kept_scales(site, ratios)
+    if any(abs(r / scale - 1) <= SCALE_RTOL for r in readings):
+        return
+    readings = kept_scales(site, ratios, eval_unit())  # a layout of its own (a norm elsewhere, say)
     if any(abs(r / scale - 1) <= SCALE_RTOL for r in readings):
         return
     best = min(readings, key=lambda r: abs(r / scale - 1))
@@ -236,6 +255,35 @@ def judge_site(site: str, read: int, dropped: int, ratios: list[float]) -> None:
     expect.fail(text)
 
 
+def probe_layer(module, rng, site: str, x):
+    """The student's layer in train mode with the probe weights of `site` (`E.probe_state`). A layer
+    whose linear1 and linear2 have another feed-forward width than asked (`enc_structure` charges
+    that) gets the same probe at its own width: its dropouts are judged as built."""
+    embed, ff = E.probe_sizes(3)
+    layer, state, _ = student_layer(module, rng, PROBE_BATCH, PROBE_LENGTH, embed, 3, ff, state=E.probe_state(site),
+                                    x=x, dropout=P, train=True, properties=True)  # fmt: skip
+    width = state.get("linear1.weight", torch.zeros(ff, embed)).shape[0]
+    own = E.probe_state(site, width) if width >= E.GROUP else None
+    if width == ff or own is None or any(state.get(k, v).shape != v.shape for k, v in own.items()):
+        state = E.probe_state(site)  # the probe as asked: a layer it does not fit fails with its own error
+    else:
+        state = own
+    layer, _, _ = student_layer(module, rng, PROBE_BATCH, PROBE_LENGTH, embed, 3, ff, state=state, x=x,
+                                dropout=P, train=True)  # fmt: skip
+    return layer
+
+
+def residual_path_kept(module, rng) -> None:
+    """Fail when a dropout acts on the residual path: with both sub-layers' outputs zero, a layer
+    whose dropouts sit on the sub-layer branches gives the same output on every train-mode call."""
+    x = E.residual_input(PROBE_BATCH, PROBE_LENGTH)
+    layer = probe_layer(module, rng, "residual", x)
+    with expect.fresh_draws(layer):
+        outputs = [expect.tensor(output_of(layer, x), "output", tuple(x.shape)) for _ in range(DRAWS)]
+    err = max(expect.largest_difference(outputs[0], other) for other in outputs[1:])
+    expect.true(err <= 1e-6, RESIDUAL_TEXT.format(count=DRAWS, err=err), "dropout_on_residual")
+
+
 @check("enc_train_dropout")
 def test_enc_train_dropout(student, rng):
     module = graded(student)
@@ -243,18 +291,22 @@ def test_enc_train_dropout(student, rng):
     layer, _, x = student_layer(module, rng, batch, length, embed, heads, ff, properties=True)
     first = expect.tensor(output_of(layer, x), "output", finite=False)
     expect.responds(first, expect.tensor(output_of(layer, x.flip(1) + 1), "output", finite=False), "output")
+    residual_path_kept(module, rng)
     for site in SITES:
         x = E.probe_input(PROBE_BATCH, PROBE_LENGTH)
-        embed, ff = E.probe_sizes(3)
-        layer, _, _ = student_layer(module, rng, PROBE_BATCH, PROBE_LENGTH, embed, 3, ff, state=E.probe_state(site),
-                                    x=x, dropout=P, train=True)  # fmt: skip
+        layer = probe_layer(module, rng, site, x)
         with expect.fresh_draws(layer):
             outputs = [expect.tensor(output_of(layer, x), "output", tuple(x.shape)) for _ in range(DRAWS)]
         read, dropped, ratios = E.read_probe(outputs)
+
+        def eval_unit(layer=layer, x=x):
+            layer.eval()
+            return E.read_unit(expect.tensor(output_of(layer, x), "output", finite=False))
+
         # a layout that hides this site (no residual before a norm, say; every entry read sits at the
         # zero level, so the site's value never reaches the output) is judged elsewhere
         if read and dropped < read:
-            judge_site(site, read, dropped, ratios)
+            judge_site(site, read, dropped, ratios, eval_unit)
 
 
 @check("enc_built_by_hand")

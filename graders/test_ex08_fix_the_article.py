@@ -14,17 +14,32 @@ import torch
 from graders import attention as A
 from graders.harness import Text, check
 from graders.harness.core import expect
+from graders.harness.core.i18n import say
 
 # (B, L, d_model, d_k)
 CONFIGS = [(2, 7, 12, 5), (3, 4, 10, 6)]
-HIDDEN_CONFIGS = [(2, 5, 11, 3), (2, 3, 16, 7)]  # √d_model ≠ d_k: √9 = 3 would hide a division by d_k; B = 1 would hide len(k)
+HIDDEN_CONFIGS = [
+    (2, 5, 11, 3),
+    (2, 3, 16, 7),
+]  # √d_model ≠ d_k: √9 = 3 would hide a division by d_k; B = 1 would hide len(k)
 LAYERS = ["W_q", "W_k", "W_v"]
 WIDER = 4  # the widened layer's d_k, in multiples of d_k: its scale is half as large
+BOOST = 16  # queries scaled up when halving them changes nothing (scores rounded with //, all small)
 KNOWN_ERRORS = {
     "math_not_imported": r"name 'math' is not defined",
     "dk_undefined": r"name 'd_k' is not defined",
     "torch_sqrt_of_int": r"sqrt\(\): argument 'input' \(position 1\) must be Tensor",
+    "projections_changed": r"size mismatch for W_[qkv]\.",  # the grader's weights do not fit them
 }
+SCALE_MISTAKES = [
+    "scale_uses_batch",
+    "scale_uses_d_model",
+    "scale_uses_seq_len",
+    "no_scaling",
+    "divide_by_dk",
+    "scale_after_softmax",
+    "power_precedence",
+]
 
 LAYERS_TEXT = Text(
     zh="SelfAttention({d_model}, {d_k}) 应保留文章的 W_q、W_k、W_v 三个 nn.Linear({d_model}, {d_k})；缺少或形状不对：{missing}。",
@@ -42,6 +57,10 @@ NO_EFFECT_TEXT = Text(
     zh="把查询减半没有改变输出：输出根本不取决于分数，读不出缩放。",
     en="Halving the queries does not change the output: it does not depend on the scores at all, so no scale can be read off it.",
 )
+
+
+def as_linear(out: int, inp: int, bias: bool) -> str:
+    return f"nn.Linear({inp}, {out})" if bias else f"nn.Linear({inp}, {out}, bias=False)"
 
 
 def student_layer(student, rng, batch, length, d_model, d_k, state=None, x=None, properties=False):
@@ -63,31 +82,56 @@ def context_of(layer, x):
     return got
 
 
-def formula(x, state, *, scale=None, softmax_dim=-1, value="W_v"):
-    """softmax(q kᵀ · scale) v in float64 (scale 1/√d_k unless given), with the student's weights."""
+def formula(
+    x, state, *, scale=None, softmax_dim=-1, value="W_v", rounding=None, transposed="", scaled_after=False
+):
+    """softmax(q kᵀ · scale) v in float64 (scale 1/√d_k unless given), with the student's weights;
+    `rounding` ("floor", "trunc") rounds the scaled scores to integers (`//`), `transposed`
+    "scores" takes k qᵀ for them, "weights" transposes the softmax's output, and `scaled_after`
+    scales the weights after the softmax instead of the scores before it."""
+    zero_bias = {
+        f"{n}.bias": torch.zeros(state[f"{n}.weight"].shape[0]) for n in LAYERS if f"{n}.weight" in state
+    }
+    state = zero_bias | state  # a module's own layers built without a bias have none
     q, k, v = (A.project(x, state, name) for name in ("W_q", "W_k", value))  # (B, L, d_k) each
-    return A.attention(q, k, v, scale=scale, softmax_dim=softmax_dim)[0]  # (B, L, d_k)
+    if rounding is None and not transposed and not scaled_after:
+        return A.attention(q, k, v, scale=scale, softmax_dim=softmax_dim)[0]  # (B, L, d_k)
+    scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
+    scores = A.scores(k, q, 1.0) if transposed == "scores" else A.scores(q, k, 1.0)  # (B, L, L)
+    if rounding:
+        scores = torch.div(scores, 1 / scale, rounding_mode=rounding)
+    weights = torch.softmax(scores if rounding or scaled_after else scores * scale, dim=softmax_dim)
+    weights = weights.transpose(-2, -1) if transposed == "weights" else weights
+    return (weights * scale if scaled_after else weights) @ v.double()  # (B, L, d_k)
 
 
-def variants(x, state) -> dict:
-    """The context each known mistake gives, keyed by diagnosis id."""
+def variants(x, state, d_k=None) -> dict:
+    """The context each known mistake gives, keyed by diagnosis id (`d_k`: the layer's, where its
+    W_q has another width)."""
     batch, length, d_model = x.shape
-    d_k = state["W_q.weight"].shape[0]
+    d_k = state["W_q.weight"].shape[0] if d_k is None else d_k
     return {
         "scale_uses_batch": formula(x, state, scale=1 / math.sqrt(batch)),  # len(k), k.size(0): B
         "scale_uses_d_model": formula(x, state, scale=1 / math.sqrt(d_model)),
         "scale_uses_seq_len": formula(x, state, scale=1 / math.sqrt(length)),
         "no_scaling": formula(x, state, scale=1.0),
         "divide_by_dk": formula(x, state, scale=1 / d_k),
-        "softmax_wrong_axis": formula(x, state, softmax_dim=-2),
-        "value_from_key": formula(x, state, value="W_k"),
+        "power_precedence": [formula(x, state, scale=s) for s in (2 / d_k, 1 / (2 * d_k))],  # d_k ** 1/2
+        "scale_after_softmax": formula(x, state, scaled_after=True),  # the weights or the context
+        "softmax_wrong_axis": [formula(x, state, softmax_dim=dim) for dim in (-2, 0)],
+        "value_from_key": [formula(x, state, value=name) for name in ("W_k", "W_q")],
+        "floor_division": [formula(x, state, rounding=mode) for mode in ("floor", "trunc")],
+        "scores_transposed": [formula(x, state, transposed=what) for what in ("scores", "weights")],
+        "projections_changed": formula(
+            x, {k: v if k.endswith(".weight") else 0 * v for k, v in state.items()}
+        ),
     }
 
 
-def scale_estimator(x, state):
+def scale_estimator(x, state, d_k=None):
     """An `expect.close` estimator: the one scale (searched on a log grid, then refined) whose
     formula gives the student's context, when it is not 1/√d_k (e.g. a d_k written as 64)."""
-    d_k = state["W_q.weight"].shape[0]
+    d_k = state["W_q.weight"].shape[0] if d_k is None else d_k
 
     def error(got, log_scale: float) -> float:
         return expect.error_ratio(got, formula(x, state, scale=math.exp(log_scale)), 1e-4, 1e-5)
@@ -109,23 +153,56 @@ def scale_estimator(x, state):
     return estimate
 
 
-def widened(state: dict, times: int = WIDER) -> dict:
+def scaled_queries(state: dict, factor: float, layer: str = "W_q") -> dict:
+    """`state` with W_q (or `layer`; weight and bias, where it has one) times `factor`: the scores
+    times `factor`."""
+    scaled = {
+        f"{layer}.{p}": state[f"{layer}.{p}"] * factor for p in ("weight", "bias") if f"{layer}.{p}" in state
+    }
+    return dict(state, **scaled)
+
+
+def widened(state: dict, d_k: int, times: int = WIDER) -> dict:
     """Weights of a layer with d_k' = times·d_k whose extra features are zero: the same dot
     products, hence (with the right scale) the weights of this layer with its queries halved.
-    A W_v of another width than d_k (the module's own) stays as it is: only the scores matter."""
-    d_k, d_model = state["W_q.weight"].shape
+    A projection of another width than d_k (the module's own: a W_q and W_k to d_model, say, whose
+    width does not follow d_k) stays as it is: its dot products are the same too."""
+    d_model = state["W_q.weight"].shape[1]
     out = dict(state)
     for name in LAYERS:
         if state[f"{name}.weight"].shape != (d_k, d_model):
             continue
-        weight, bias = torch.zeros(times * d_k, d_model), torch.zeros(times * d_k)
-        weight[:d_k], bias[:d_k] = state[f"{name}.weight"], state[f"{name}.bias"]
-        out[f"{name}.weight"], out[f"{name}.bias"] = weight, bias
+        weight = torch.zeros(times * d_k, d_model)
+        weight[:d_k] = state[f"{name}.weight"]
+        out[f"{name}.weight"] = weight
+        if f"{name}.bias" in state:  # a layer built without one has none to widen
+            bias = torch.zeros(times * d_k)
+            bias[:d_k] = state[f"{name}.bias"]
+            out[f"{name}.bias"] = bias
     return out
 
 
+def shaped_as_context(got, x, d_k: int, finite: bool = False):
+    """`got` as the (B, L, d_k) context (any other shape fails), naming the (B, L, L) of the
+    attention weights or scores, the (B, d_k) of a context pooled over the sequence and the
+    (B, L, d_model) of values that skip W_v."""
+    batch, length, d_model = x.shape
+    expected = (batch, length, d_k)
+    if isinstance(got, torch.Tensor) and got.is_floating_point() and tuple(got.shape) != expected:
+        shape = tuple(got.shape)
+        for diagnosis, wrong in (
+            ("returns_weights", (batch, length, length)),
+            ("context_pooled", (batch, d_k)),
+            ("value_width", (batch, length, d_model)),
+        ):
+            if shape == wrong:
+                text = say("check.shape", name="context", expected=expected, got=shape)
+                expect.fail(text, diagnosis, name="context", got=shape)
+    return expect.tensor(got, "context", expected, finite=finite)
+
+
 def compare(layer, state, x, evidence=None):
-    got = context_of(layer, x)
+    got = shaped_as_context(context_of(layer, x), x, state["W_q.weight"].shape[0])
     expected = formula(x, state)
     if evidence is not None and isinstance(got, torch.Tensor) and got.shape == expected.shape:
         evidence.heatmap("context[0]", got[0].double(), expected[0])
@@ -141,7 +218,7 @@ def test_fix_runs(student, rng):
         got = layer(x)
         if isinstance(got, (tuple, list)):
             expect.fail(PAIR_TEXT.format(count=len(got)), "returns_pair")
-        expect.tensor(got, "context", (batch, length, d_k), shape_variants={"context_pooled": (batch, d_k)})
+        shaped_as_context(got, x, d_k, finite=True)
 
 
 @check("fix_keeps_projections")
@@ -150,24 +227,29 @@ def test_fix_keeps_projections(student, rng):
     layer, _, x = student_layer(student, rng, batch, length, d_model, d_k, properties=True)
     linear = expect.introspect(layer)["linear"]  # layers confirmed by the state the grader loads into them
     missing = [name for name in LAYERS if linear.get(name) != [d_k, d_model, True]]
-    expect.true(not missing, LAYERS_TEXT.format(d_model=d_model, d_k=d_k, missing=", ".join(missing)))
+    described = [name if name not in linear else f"{name} = {as_linear(*linear[name])}" for name in missing]
+    text = LAYERS_TEXT.format(d_model=d_model, d_k=d_k, missing=", ".join(described))
+    # the article's layers resized (to d_model, say): the same cause as the weights that do not fit them
+    expect.true(not missing, text, "projections_changed" if all(n in linear for n in missing) else None)
     expect.tensor(context_of(layer, x), "context", finite=False)  # and it runs
 
 
 @check("fix_scale_uses_dk")
 def test_fix_scale_uses_dk(student, rng):
     batch, length, d_model, d_k = CONFIGS[0]
-    plain_layer, state, x = student_layer(student, rng, batch, length, d_model, d_k, properties=True)
-    halved = dict(state, **{f"W_q.{p}": state[f"W_q.{p}"] / 2 for p in ("weight", "bias")})
-    half_layer, _, _ = student_layer(student, rng, batch, length, d_model, d_k, state=halved, x=x)
-    wide_layer, _, _ = student_layer(
-        student, rng, batch, length, d_model, WIDER * d_k, state=widened(state), x=x
-    )
-    plain, half, wide = (
-        expect.tensor(context_of(layer, x), "context", finite=False)
-        for layer in (plain_layer, half_layer, wide_layer)
-    )
+    _, own, x = student_layer(student, rng, batch, length, d_model, d_k, properties=True)
+
+    def context(width, state):
+        layer, _, _ = student_layer(student, rng, batch, length, d_model, width, state=state, x=x)
+        return expect.tensor(context_of(layer, x), "context", finite=False)
+
+    for boost in (1, BOOST):  # larger scores where halving small ones shows nothing (rounded scores)
+        state = scaled_queries(own, boost)
+        plain, half = context(d_k, state), context(d_k, scaled_queries(state, 0.5))
+        if expect.largest_difference(plain, half) > 1e-6:
+            break
     expect.true(expect.largest_difference(plain, half) > 1e-6, NO_EFFECT_TEXT)
+    wide = context(WIDER * d_k, widened(state, d_k))
     # whatever the output's layout (`fix_runs` charges it), the wide layer's first features are this one's
     wide = expect.tensor(wide, "context", finite=False)
     expect.true(wide.shape[:-1] == half.shape[:-1] and wide.shape[-1] >= half.shape[-1], NO_EFFECT_TEXT)
@@ -175,13 +257,15 @@ def test_fix_scale_uses_dk(student, rng):
     err = expect.largest_difference(wide, half)
     if expect.error_ratio(wide, half, 1e-4, 1e-5) <= 1:
         return
+    # a layer that takes its values from W_q too (`fix_matches_formula` charges that) has its keys halved instead
+    half_keys = context(d_k, scaled_queries(state, 0.5, "W_k"))
+    if expect.error_ratio(wide, half_keys[..., : wide.shape[-1]], 1e-4, 1e-5) <= 1:
+        return
     text = SCALE_TEXT.format(d_k=d_k, wide=WIDER * d_k, err=err)
-    scales = {
-        k: v for k, v in variants(x, state).items() if k not in ("softmax_wrong_axis", "value_from_key")
-    }
+    scales = {k: v for k, v in variants(x, state, d_k).items() if k in SCALE_MISTAKES}
     diagnosis = expect.find_variant(plain, scales, 1e-4, 1e-5)
     if diagnosis is None and bool(torch.isfinite(plain).all()):
-        found = scale_estimator(x, state)(plain)
+        found = scale_estimator(x, state, d_k)(plain)
         if found:
             expect.fail(text, found[0], **found[1])
     expect.fail(text, diagnosis)
@@ -202,7 +286,7 @@ def test_fix_matches_reference(student, reference, rng):
         trusted.load_state_dict({k: v.double() for k, v in state.items()})
         with torch.no_grad():
             expected = trusted(x.double())
-        got = context_of(layer, x)
+        got = shaped_as_context(context_of(layer, x), x, d_k)
         expect.close(
             got, expected, "context", variants=variants(x, state), estimators=[scale_estimator(x, state)]
         )

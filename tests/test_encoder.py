@@ -64,3 +64,36 @@ def test_probes_name_unscaled_and_missing_dropout():
     with pytest.raises(CheckFailed) as caught:
         GRADER.judge_site("attention", read, 0, [1.0] * read)
     assert caught.value.diagnosis == "dropout_missing"
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_residual_probe_holds_a_correct_layer_still_and_moves_a_dropped_residual(norm_first):
+    x = E.residual_input(GRADER.PROBE_BATCH, GRADER.PROBE_LENGTH).double()
+    assert bool((x != 0).all()) and bool((x.std(-1) > 0).all())  # every entry of the input is visible
+    layer = E.torch_layer(E.probe_state("residual"), 3, dropout=GRADER.P, norm_first=norm_first).train()
+    norm = torch.nn.LayerNorm(x.shape[-1], dtype=torch.float64)
+    for seed in range(20):
+        torch.manual_seed(seed)
+        with torch.no_grad():
+            outputs = [layer(x) for _ in range(GRADER.DRAWS)]
+            dropped_sum = [norm(torch.nn.functional.dropout(x, GRADER.P)) for _ in range(2)]
+        assert all(torch.equal(outputs[0], other) for other in outputs[1:])  # dropout on zero branches only
+        assert float((dropped_sum[0] - dropped_sum[1]).abs().max()) > 0.1  # norm(dropout(x + 0)) moves
+
+
+@pytest.mark.parametrize("activation", [torch.tanh, torch.sigmoid, torch.nn.functional.silu])
+def test_probes_read_the_inner_dropout_through_another_activation(activation):
+    # the activation is charged by the value checks; the dropouts around it are right and read as right
+    x = E.probe_input(GRADER.PROBE_BATCH, GRADER.PROBE_LENGTH).double()
+    layer = E.torch_layer(E.probe_state("hidden"), 3, dropout=GRADER.P).train()
+    layer.activation = activation
+    torch.manual_seed(0)
+    with torch.no_grad():
+        read, dropped, ratios = E.read_probe([layer(x) for _ in range(GRADER.DRAWS)])
+    GRADER.judge_site("hidden", read, dropped, ratios)  # passes: raises on a failure
+    unscaled = [r * (1 - GRADER.P) ** 2 for r in ratios]
+    from graders.harness.core.errors import CheckFailed
+
+    with pytest.raises(CheckFailed) as caught:
+        GRADER.judge_site("hidden", read, dropped, unscaled)
+    assert caught.value.diagnosis == "dropout_not_scaled"
