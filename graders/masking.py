@@ -24,6 +24,7 @@ from graders import multihead as M
 MASK_MISTAKES = [
     "mask_inverted", "mask_ignored", "mask_after_softmax", "mask_multiplied", "no_scaling",
     "fully_masked_uniform", "fully_masked_nan", "empty_test_uses_all", "context_before_zeroing",
+    "empty_test_needs_two",
 ]  # fmt: skip
 CROSS_MISTAKES = [
     "self_vs_cross", "causal_in_cross", "memory_mask_ignored", "memory_mask_inverted", "no_scaling",
@@ -52,9 +53,13 @@ def attention(q, k, v, mask=None, *, mistake: str = "") -> tuple[torch.Tensor, t
         weights = torch.softmax(scores.masked_fill(~mask, -1e9), dim=-1)
     elif mistake == "fully_masked_nan":  # −inf everywhere in a row: 0/0
         weights = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
-    else:  # a row with no key allowed is zero; `empty_test_uses_all`: zero unless every key is allowed
-        test = torch.all if mistake == "empty_test_uses_all" else torch.any
-        allowed = test(mask, dim=-1, keepdim=True)
+    else:  # a row with no key allowed is zero; `empty_test_uses_all`: zero unless every key is allowed;
+        # `empty_test_needs_two`: the count of allowed keys tested with > 1, so a row of one key is zero too
+        allowed = (
+            mask.all(dim=-1, keepdim=True) if mistake == "empty_test_uses_all"
+            else mask.sum(dim=-1, keepdim=True) > 1 if mistake == "empty_test_needs_two"
+            else mask.any(dim=-1, keepdim=True)
+        )  # fmt: skip
         weights = torch.softmax(scores.masked_fill(~mask, float("-inf")).masked_fill(~allowed, 0.0), dim=-1)
         if mistake == "context_before_zeroing":  # the context taken while an empty row is still uniform
             return weights @ v.double(), weights * allowed
@@ -72,7 +77,36 @@ def variants(q, k, v, mask) -> dict[str, Pair | list[Pair]]:
         out["mask_inverted"] = [out["mask_inverted"]] + [
             attention(q, k, v, ~mask, mistake=empty) for empty in ("fully_masked_nan", "fully_masked_uniform")
         ]
+        padding = two_d_as_padding(q, k, v, mask)
+        if padding is not None:
+            out["two_d_mask_as_padding"] = padding
     return {d: pair for d, pair in out.items() if not _same(pair, right)}
+
+
+def padding_shape(mask: torch.Tensor, scores_shape) -> tuple[int, ...] | None:
+    """The shape of the weights when a 2-D mask, (L, S) by this exercise's convention, is read as a
+    (B, S) padding mask and reshaped to (B, 1, 1, S): it broadcasts against the scores into a shape
+    of its own (or not at all: None)."""
+    if mask.dim() != 2:
+        return None
+    try:
+        return tuple(torch.broadcast_shapes((mask.shape[0], 1, 1, mask.shape[-1]), tuple(scores_shape)))
+    except RuntimeError:
+        return None
+
+
+def two_d_as_padding(q, k, v, mask) -> Pair | None:
+    """(context, weights) when a 2-D mask is read as a (B, S) padding mask, `mask[:, None, None, :]`:
+    the result takes the mask's first axis as a new leading one. None where that does not broadcast."""
+    scores = A.scores(q, k, 1 / math.sqrt(q.shape[-1]))  # (..., L, S)
+    shape = padding_shape(mask, scores.shape)
+    if shape is None:
+        return None
+    wide = torch.broadcast_to(mask[:, None, None, :], shape)
+    allowed = wide.any(dim=-1, keepdim=True)
+    filled = scores.expand(shape).masked_fill(~wide, float("-inf")).masked_fill(~allowed, 0.0)
+    weights = torch.softmax(filled, dim=-1) * allowed
+    return weights @ v.double(), weights
 
 
 def _same(a: Pair | list[Pair], b: Pair) -> bool:
