@@ -152,6 +152,7 @@ def variants(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, chunk: int) -> d
     out = {d: mistake(q, k, v, chunk, d) for d in MISTAKES}
     if q.shape[-1] != v.shape[-1]:
         out["scale_uses_dv"] = online(q, k, v, chunk, scale=1 / math.sqrt(v.shape[-1]))
+    out["divide_by_dk"] = online(q, k, v, chunk, scale=1 / q.shape[-1])  # the scale applied twice
     # a mistake whose output here is all NaN tells nothing: any other NaN-making slip would match it
     kept = {d: [t for t in each(got) if not _same(t, right) and bool(torch.isfinite(t).any())]
             for d, got in out.items()}  # fmt: skip

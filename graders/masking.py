@@ -24,10 +24,11 @@ from graders import multihead as M
 MASK_MISTAKES = [
     "mask_inverted", "mask_ignored", "mask_after_softmax", "mask_multiplied", "no_scaling",
     "fully_masked_uniform", "fully_masked_nan", "empty_test_uses_all", "context_before_zeroing",
-    "empty_test_needs_two",
+    "empty_test_needs_two", "divide_by_dk",
 ]  # fmt: skip
 CROSS_MISTAKES = [
     "self_vs_cross", "causal_in_cross", "memory_mask_ignored", "memory_mask_inverted", "no_scaling",
+    "divide_by_dk",
 ]  # fmt: skip
 Pair = tuple[torch.Tensor, torch.Tensor]
 
@@ -39,7 +40,7 @@ def causal(length: int, keys: int | None = None) -> torch.Tensor:
 
 def attention(q, k, v, mask=None, *, mistake: str = "") -> tuple[torch.Tensor, torch.Tensor]:
     """(context, weights) in float64; `mask` bool, broadcastable to (..., L, S), True = may attend."""
-    scale = 1.0 if mistake == "no_scaling" else 1 / math.sqrt(q.shape[-1])
+    scale = {"no_scaling": 1.0, "divide_by_dk": 1 / q.shape[-1]}.get(mistake, 1 / math.sqrt(q.shape[-1]))
     scores = A.scores(q, k, scale)  # (..., L, S)
     if mask is None or mistake == "mask_ignored":
         weights = torch.softmax(scores, dim=-1)
@@ -133,7 +134,8 @@ def cross(x, memory, state, heads, memory_mask=None, *, mistake: str = "", empty
     if mistake == "causal_in_cross":  # the decoder's causal mask applied to the memory as well
         future = causal(q.shape[-2], k.shape[-2])
         mask = future if mask is None else mask & future
-    context, weights = attention(q, k, v, mask, mistake="no_scaling" if mistake == "no_scaling" else empty)
+    scaling = mistake if mistake in ("no_scaling", "divide_by_dk") else empty  # 1/d_k: scaled twice
+    context, weights = attention(q, k, v, mask, mistake=scaling)
     return A.project(M.merge_heads(context), state, "out_proj"), weights
 
 
