@@ -24,11 +24,11 @@ from graders import multihead as M
 MASK_MISTAKES = [
     "mask_inverted", "mask_ignored", "mask_after_softmax", "mask_multiplied", "no_scaling",
     "fully_masked_uniform", "fully_masked_nan", "empty_test_uses_all", "context_before_zeroing",
-    "empty_test_needs_two", "divide_by_dk",
+    "empty_test_needs_two", "divide_by_dk", "softmax_wrong_axis",
 ]  # fmt: skip
 CROSS_MISTAKES = [
     "self_vs_cross", "causal_in_cross", "memory_mask_ignored", "memory_mask_inverted", "no_scaling",
-    "divide_by_dk",
+    "divide_by_dk", "softmax_wrong_axis",
 ]  # fmt: skip
 Pair = tuple[torch.Tensor, torch.Tensor]
 
@@ -42,8 +42,9 @@ def attention(q, k, v, mask=None, *, mistake: str = "") -> tuple[torch.Tensor, t
     """(context, weights) in float64; `mask` bool, broadcastable to (..., L, S), True = may attend."""
     scale = {"no_scaling": 1.0, "divide_by_dk": 1 / q.shape[-1]}.get(mistake, 1 / math.sqrt(q.shape[-1]))
     scores = A.scores(q, k, scale)  # (..., L, S)
+    axis = -2 if mistake == "softmax_wrong_axis" else -1  # over the queries: each column sums to 1
     if mask is None or mistake == "mask_ignored":
-        weights = torch.softmax(scores, dim=-1)
+        weights = torch.softmax(scores, dim=axis)
         return weights @ v.double(), weights
     mask = torch.broadcast_to(~mask if mistake == "mask_inverted" else mask, scores.shape)
     if mistake == "mask_after_softmax":  # zeroed after the softmax, never renormalised
@@ -61,7 +62,7 @@ def attention(q, k, v, mask=None, *, mistake: str = "") -> tuple[torch.Tensor, t
             else mask.sum(dim=-1, keepdim=True) > 1 if mistake == "empty_test_needs_two"
             else mask.any(dim=-1, keepdim=True)
         )  # fmt: skip
-        weights = torch.softmax(scores.masked_fill(~mask, float("-inf")).masked_fill(~allowed, 0.0), dim=-1)
+        weights = torch.softmax(scores.masked_fill(~mask, float("-inf")).masked_fill(~allowed, 0.0), dim=axis)
         if mistake == "context_before_zeroing":  # the context taken while an empty row is still uniform
             return weights @ v.double(), weights * allowed
         weights = weights * allowed
@@ -134,7 +135,7 @@ def cross(x, memory, state, heads, memory_mask=None, *, mistake: str = "", empty
     if mistake == "causal_in_cross":  # the decoder's causal mask applied to the memory as well
         future = causal(q.shape[-2], k.shape[-2])
         mask = future if mask is None else mask & future
-    scaling = mistake if mistake in ("no_scaling", "divide_by_dk") else empty  # 1/d_k: scaled twice
+    scaling = mistake if mistake in ("no_scaling", "divide_by_dk", "softmax_wrong_axis") else empty
     context, weights = attention(q, k, v, mask, mistake=scaling)
     return A.project(M.merge_heads(context), state, "out_proj"), weights
 

@@ -109,9 +109,31 @@ def cross_module(student, rng):
         if not (isinstance(got, (tuple, list)) and len(got) == 2 and isinstance(got[0], torch.Tensor)):
             break
         answers.append(got[0])
-    if len(answers) == 2 and answers[0].shape == answers[1].shape and expect.largest_difference(*answers) > 0:
+    if (
+        len(answers) == 2 and answers[0].shape == answers[1].shape and expect.largest_difference(*answers) > 0
+        and answers_with_padding(student)
+    ):  # fmt: skip
         return student
     return expect.with_definitions(student, CORRECT_MASKED, "correct_masked")
+
+
+def answers_with_padding(student) -> bool:
+    """Whether the student's masked_attention answers with a padding mask as CrossAttention passes
+    it, (B, 1, 1, S) against (B, H, L, S) scores: a context of the right shape, finite, as every row
+    allows a key (a function that raises there, or gives NaN, pins nothing for the layer)."""
+    batch, length, keys, embed, heads = CROSS_CONFIGS[0]
+    d_k = embed // heads
+    own = torch.Generator().manual_seed(0)  # inputs of its own: the check's draws stay as they were
+    q, k, v = qkv(own, ((batch, heads, length, d_k), (batch, heads, keys, d_k), (batch, heads, keys, d_k)))
+    mask = K.padding_mask(own, batch, keys)[:, None, None, :]
+    try:
+        got = student.masked_attention(q, k, v, mask)
+    except (StudentFault, TypeError, ValueError):
+        return False
+    context = got[0] if isinstance(got, (tuple, list)) and len(got) == 2 else None
+    return (
+        isinstance(context, torch.Tensor) and context.shape == q.shape and bool(torch.isfinite(context).all())
+    )
 
 
 def student_layer(student, rng, batch, length, keys, embed, heads, properties=False):
@@ -422,7 +444,7 @@ def test_cross_memory_permutation(student, rng):
     base = expect.tensor(run(layer, x, memory, mask, heads)[0], "output", finite=False)
     permuted = expect.tensor(run(layer, x, memory[:, order], mask[:, order], heads)[0], "output",
                              tuple(base.shape), finite=False)  # fmt: skip
-    expect.responds(base, expect.tensor(run(layer, x.flip(1) + 1, memory, mask, heads)[0], "output",
+    expect.responds(base, expect.tensor(run(layer, x.flip(1) + 1, memory + 1, mask, heads)[0], "output",
                                         finite=False), "output")  # fmt: skip
     err = expect.largest_difference(base, permuted)
     expect.true(
@@ -440,7 +462,7 @@ def test_cross_padding_ignored(student, rng):
     changed[~mask] = 10 * torch.randn(changed[~mask].shape, generator=rng)
     base = expect.tensor(run(layer, x, memory, mask, heads)[0], "output", finite=False)
     moved = expect.tensor(run(layer, x, changed, mask, heads)[0], "output", tuple(base.shape), finite=False)
-    expect.responds(base, expect.tensor(run(layer, x.flip(1) + 1, memory, mask, heads)[0], "output",
+    expect.responds(base, expect.tensor(run(layer, x.flip(1) + 1, memory + 1, mask, heads)[0], "output",
                                         finite=False), "output")  # fmt: skip
     err = expect.largest_difference(base, moved)
     expect.true(err <= 1e-5 * max(1.0, float(base.abs().nan_to_num(0.0).max())), PADDING_TEXT.format(err=err))
@@ -464,7 +486,7 @@ def test_no_builtin_attention(student, built_by_hand, rng):
         student, rng, batch, length, keys, embed, heads, properties=True
     )
     output = expect.tensor(run(layer, x, memory, mask, heads)[0], "output", finite=False)
-    expect.responds(output, expect.tensor(run(layer, x.flip(1) + 1, memory, mask, heads)[0], "output",
+    expect.responds(output, expect.tensor(run(layer, x.flip(1) + 1, memory + 1, mask, heads)[0], "output",
                                           finite=False), "output")  # fmt: skip
     expect.not_by_hand(built_by_hand.tripwire(), BY_HAND)  # what ran: the static check cannot see everything
 
