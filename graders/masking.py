@@ -28,7 +28,7 @@ MASK_MISTAKES = [
 ]  # fmt: skip
 CROSS_MISTAKES = [
     "self_vs_cross", "causal_in_cross", "memory_mask_ignored", "memory_mask_inverted", "no_scaling",
-    "divide_by_dk", "softmax_wrong_axis",
+    "divide_by_dk", "softmax_wrong_axis", "merge_without_transpose",
 ]  # fmt: skip
 Pair = tuple[torch.Tensor, torch.Tensor]
 
@@ -127,8 +127,10 @@ def cross(x, memory, state, heads, memory_mask=None, *, mistake: str = "", empty
     """(output (B, L, E), weights (B, H, L, S)) of CrossAttention in float64, or as `mistake` has it;
     `empty` is how a query with no key allowed ends (a masking mistake's name, or "" for zeros)."""
     source = x if mistake == "self_vs_cross" else memory  # the lesson's confusion: K and V from the decoder
-    q, k, v = (M.split_heads(A.project(t, state, n), heads) for t, n in ((x, "query"), (source, "key"),
-                                                                         (source, "value")))  # fmt: skip
+    split = M.split_without_transpose if mistake.startswith("split_without_transpose") else M.split_heads
+    merge = M.merge_without_transpose if mistake.endswith("without_transpose") else M.merge_heads
+    q, k, v = (split(A.project(t, state, n), heads) for t, n in ((x, "query"), (source, "key"),
+                                                                  (source, "value")))  # fmt: skip
     mask = None
     if memory_mask is not None and mistake not in ("memory_mask_ignored", "self_vs_cross"):
         mask = (~memory_mask if mistake == "memory_mask_inverted" else memory_mask)[:, None, None, :]
@@ -137,7 +139,7 @@ def cross(x, memory, state, heads, memory_mask=None, *, mistake: str = "", empty
         mask = future if mask is None else mask & future
     scaling = mistake if mistake in ("no_scaling", "divide_by_dk", "softmax_wrong_axis") else empty
     context, weights = attention(q, k, v, mask, mistake=scaling)
-    return A.project(M.merge_heads(context), state, "out_proj"), weights
+    return A.project(merge(context), state, "out_proj"), weights
 
 
 def cross_variants(x, memory, state, heads, memory_mask=None) -> dict[str, Pair | list[Pair]]:
@@ -146,6 +148,11 @@ def cross_variants(x, memory, state, heads, memory_mask=None) -> dict[str, Pair 
     out: dict[str, Pair | list[Pair]] = {
         m: cross(x, memory, state, heads, memory_mask, mistake=m) for m in CROSS_MISTAKES
     }
+    # heads split by a view with no transpose, merged back the same way or with the transpose
+    out["split_without_transpose"] = [
+        cross(x, memory, state, heads, memory_mask, mistake=m)
+        for m in ("split_without_transpose", "split_without_transpose_merged_right")
+    ]
     if memory_mask is not None:  # an inverted mask leaves the unpadded sequences with no key
         out["memory_mask_inverted"] = [out["memory_mask_inverted"]] + [
             cross(x, memory, state, heads, memory_mask, mistake="memory_mask_inverted", empty=empty)
