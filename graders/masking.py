@@ -24,9 +24,11 @@ from graders import multihead as M
 MASK_MISTAKES = [
     "mask_inverted", "mask_ignored", "mask_after_softmax", "mask_multiplied", "no_scaling",
     "fully_masked_uniform", "fully_masked_nan", "empty_test_uses_all", "context_before_zeroing",
+    "empty_test_needs_two", "divide_by_dk", "softmax_wrong_axis",
 ]  # fmt: skip
 CROSS_MISTAKES = [
     "self_vs_cross", "causal_in_cross", "memory_mask_ignored", "memory_mask_inverted", "no_scaling",
+    "divide_by_dk", "softmax_wrong_axis", "merge_without_transpose",
 ]  # fmt: skip
 Pair = tuple[torch.Tensor, torch.Tensor]
 
@@ -38,10 +40,11 @@ def causal(length: int, keys: int | None = None) -> torch.Tensor:
 
 def attention(q, k, v, mask=None, *, mistake: str = "") -> tuple[torch.Tensor, torch.Tensor]:
     """(context, weights) in float64; `mask` bool, broadcastable to (..., L, S), True = may attend."""
-    scale = 1.0 if mistake == "no_scaling" else 1 / math.sqrt(q.shape[-1])
+    scale = {"no_scaling": 1.0, "divide_by_dk": 1 / q.shape[-1]}.get(mistake, 1 / math.sqrt(q.shape[-1]))
     scores = A.scores(q, k, scale)  # (..., L, S)
+    axis = -2 if mistake == "softmax_wrong_axis" else -1  # over the queries: each column sums to 1
     if mask is None or mistake == "mask_ignored":
-        weights = torch.softmax(scores, dim=-1)
+        weights = torch.softmax(scores, dim=axis)
         return weights @ v.double(), weights
     mask = torch.broadcast_to(~mask if mistake == "mask_inverted" else mask, scores.shape)
     if mistake == "mask_after_softmax":  # zeroed after the softmax, never renormalised
@@ -52,10 +55,14 @@ def attention(q, k, v, mask=None, *, mistake: str = "") -> tuple[torch.Tensor, t
         weights = torch.softmax(scores.masked_fill(~mask, -1e9), dim=-1)
     elif mistake == "fully_masked_nan":  # −inf everywhere in a row: 0/0
         weights = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
-    else:  # a row with no key allowed is zero; `empty_test_uses_all`: zero unless every key is allowed
-        test = torch.all if mistake == "empty_test_uses_all" else torch.any
-        allowed = test(mask, dim=-1, keepdim=True)
-        weights = torch.softmax(scores.masked_fill(~mask, float("-inf")).masked_fill(~allowed, 0.0), dim=-1)
+    else:  # a row with no key allowed is zero; `empty_test_uses_all`: zero unless every key is allowed;
+        # `empty_test_needs_two`: the count of allowed keys tested with > 1, so a row of one key is zero too
+        allowed = (
+            mask.all(dim=-1, keepdim=True) if mistake == "empty_test_uses_all"
+            else mask.sum(dim=-1, keepdim=True) > 1 if mistake == "empty_test_needs_two"
+            else mask.any(dim=-1, keepdim=True)
+        )  # fmt: skip
+        weights = torch.softmax(scores.masked_fill(~mask, float("-inf")).masked_fill(~allowed, 0.0), dim=axis)
         if mistake == "context_before_zeroing":  # the context taken while an empty row is still uniform
             return weights @ v.double(), weights * allowed
         weights = weights * allowed
@@ -72,7 +79,36 @@ def variants(q, k, v, mask) -> dict[str, Pair | list[Pair]]:
         out["mask_inverted"] = [out["mask_inverted"]] + [
             attention(q, k, v, ~mask, mistake=empty) for empty in ("fully_masked_nan", "fully_masked_uniform")
         ]
+        padding = two_d_as_padding(q, k, v, mask)
+        if padding is not None:
+            out["two_d_mask_as_padding"] = padding
     return {d: pair for d, pair in out.items() if not _same(pair, right)}
+
+
+def padding_shape(mask: torch.Tensor, scores_shape) -> tuple[int, ...] | None:
+    """The shape of the weights when a 2-D mask, (L, S) by this exercise's convention, is read as a
+    (B, S) padding mask and reshaped to (B, 1, 1, S): it broadcasts against the scores into a shape
+    of its own (or not at all: None)."""
+    if mask.dim() != 2:
+        return None
+    try:
+        return tuple(torch.broadcast_shapes((mask.shape[0], 1, 1, mask.shape[-1]), tuple(scores_shape)))
+    except RuntimeError:
+        return None
+
+
+def two_d_as_padding(q, k, v, mask) -> Pair | None:
+    """(context, weights) when a 2-D mask is read as a (B, S) padding mask, `mask[:, None, None, :]`:
+    the result takes the mask's first axis as a new leading one. None where that does not broadcast."""
+    scores = A.scores(q, k, 1 / math.sqrt(q.shape[-1]))  # (..., L, S)
+    shape = padding_shape(mask, scores.shape)
+    if shape is None:
+        return None
+    wide = torch.broadcast_to(mask[:, None, None, :], shape)
+    allowed = wide.any(dim=-1, keepdim=True)
+    filled = scores.expand(shape).masked_fill(~wide, float("-inf")).masked_fill(~allowed, 0.0)
+    weights = torch.softmax(filled, dim=-1) * allowed
+    return weights @ v.double(), weights
 
 
 def _same(a: Pair | list[Pair], b: Pair) -> bool:
@@ -91,16 +127,19 @@ def cross(x, memory, state, heads, memory_mask=None, *, mistake: str = "", empty
     """(output (B, L, E), weights (B, H, L, S)) of CrossAttention in float64, or as `mistake` has it;
     `empty` is how a query with no key allowed ends (a masking mistake's name, or "" for zeros)."""
     source = x if mistake == "self_vs_cross" else memory  # the lesson's confusion: K and V from the decoder
-    q, k, v = (M.split_heads(A.project(t, state, n), heads) for t, n in ((x, "query"), (source, "key"),
-                                                                         (source, "value")))  # fmt: skip
+    split = M.split_without_transpose if mistake.startswith("split_without_transpose") else M.split_heads
+    merge = M.merge_without_transpose if mistake.endswith("without_transpose") else M.merge_heads
+    q, k, v = (split(A.project(t, state, n), heads) for t, n in ((x, "query"), (source, "key"),
+                                                                  (source, "value")))  # fmt: skip
     mask = None
     if memory_mask is not None and mistake not in ("memory_mask_ignored", "self_vs_cross"):
         mask = (~memory_mask if mistake == "memory_mask_inverted" else memory_mask)[:, None, None, :]
     if mistake == "causal_in_cross":  # the decoder's causal mask applied to the memory as well
         future = causal(q.shape[-2], k.shape[-2])
         mask = future if mask is None else mask & future
-    context, weights = attention(q, k, v, mask, mistake="no_scaling" if mistake == "no_scaling" else empty)
-    return A.project(M.merge_heads(context), state, "out_proj"), weights
+    scaling = mistake if mistake in ("no_scaling", "divide_by_dk", "softmax_wrong_axis") else empty
+    context, weights = attention(q, k, v, mask, mistake=scaling)
+    return A.project(merge(context), state, "out_proj"), weights
 
 
 def cross_variants(x, memory, state, heads, memory_mask=None) -> dict[str, Pair | list[Pair]]:
@@ -109,6 +148,11 @@ def cross_variants(x, memory, state, heads, memory_mask=None) -> dict[str, Pair 
     out: dict[str, Pair | list[Pair]] = {
         m: cross(x, memory, state, heads, memory_mask, mistake=m) for m in CROSS_MISTAKES
     }
+    # heads split by a view with no transpose, merged back the same way or with the transpose
+    out["split_without_transpose"] = [
+        cross(x, memory, state, heads, memory_mask, mistake=m)
+        for m in ("split_without_transpose", "split_without_transpose_merged_right")
+    ]
     if memory_mask is not None:  # an inverted mask leaves the unpadded sequences with no key
         out["memory_mask_inverted"] = [out["memory_mask_inverted"]] + [
             cross(x, memory, state, heads, memory_mask, mistake="memory_mask_inverted", empty=empty)

@@ -13,6 +13,7 @@ layer's projections; where that function cannot answer at all, a correct one tak
 
 import inspect
 
+import numpy as np
 import torch
 
 from graders import attention as A
@@ -20,6 +21,7 @@ from graders import masking as K
 from graders import multihead as M
 from graders.harness import Text, check
 from graders.harness.core import expect
+from graders.harness.core.diagnoses import COMMON_ERRORS
 from graders.harness.core.errors import StudentCodeError, StudentFault
 
 # (q, k, v) shapes: leading batch dims, L ≠ S, d_k ≠ d_v
@@ -107,9 +109,31 @@ def cross_module(student, rng):
         if not (isinstance(got, (tuple, list)) and len(got) == 2 and isinstance(got[0], torch.Tensor)):
             break
         answers.append(got[0])
-    if len(answers) == 2 and answers[0].shape == answers[1].shape and expect.largest_difference(*answers) > 0:
+    if (
+        len(answers) == 2 and answers[0].shape == answers[1].shape and expect.largest_difference(*answers) > 0
+        and answers_with_padding(student)
+    ):  # fmt: skip
         return student
     return expect.with_definitions(student, CORRECT_MASKED, "correct_masked")
+
+
+def answers_with_padding(student) -> bool:
+    """Whether the student's masked_attention answers with a padding mask as CrossAttention passes
+    it, (B, 1, 1, S) against (B, H, L, S) scores: a context of the right shape, finite, as every row
+    allows a key (a function that raises there, or gives NaN, pins nothing for the layer)."""
+    batch, length, keys, embed, heads = CROSS_CONFIGS[0]
+    d_k = embed // heads
+    own = torch.Generator().manual_seed(0)  # inputs of its own: the check's draws stay as they were
+    q, k, v = qkv(own, ((batch, heads, length, d_k), (batch, heads, keys, d_k), (batch, heads, keys, d_k)))
+    mask = K.padding_mask(own, batch, keys)[:, None, None, :]
+    try:
+        got = student.masked_attention(q, k, v, mask)
+    except (StudentFault, TypeError, ValueError):
+        return False
+    context = got[0] if isinstance(got, (tuple, list)) and len(got) == 2 else None
+    return (
+        isinstance(context, torch.Tensor) and context.shape == q.shape and bool(torch.isfinite(context).all())
+    )
 
 
 def student_layer(student, rng, batch, length, keys, embed, heads, properties=False):
@@ -128,12 +152,13 @@ def student_layer(student, rng, batch, length, keys, embed, heads, properties=Fa
 
 
 def call_with_mask(layer, x, memory, mask):
-    """layer(x, memory, mask); a layer that raises only when given the mask is told that the mask
-    does not reach the scores in a shape that broadcasts."""
+    """layer(x, memory, mask); a layer that raises a shape error only when given the mask is told
+    that the mask does not reach the scores in a shape that broadcasts. Any other error (a tensor
+    asked for its truth value, say) is left to the harness's own names for it."""
     try:
         return layer(x, memory, mask)
     except StudentCodeError as exc:
-        if exc.diagnosis is None:
+        if exc.diagnosis is None and exc.matching({"shape": COMMON_ERRORS["shapes_do_not_fit"]}):
             try:
                 layer(x, memory)
             except StudentFault:
@@ -209,6 +234,14 @@ PADDING_TEXT = Text(
 BY_HAND = expect.by_hand_rule(Text(zh="自己实现", en="build it yourself"))
 
 
+def square(got, length: int) -> bool:
+    """Whether `got`, not a tensor, holds an (L, L) table all the same (a numpy array, nested lists)."""
+    try:
+        return np.asarray(got).shape == (length, length)
+    except (TypeError, ValueError):
+        return False
+
+
 def moved_rows(first: torch.Tensor, second: torch.Tensor) -> list[tuple[int, float]]:
     """(row, largest difference) for each query row (axis -2) where two outputs differ."""
     diff = (first.double() - second.double()).abs().nan_to_num(float("inf"))
@@ -229,7 +262,9 @@ def test_mask_causal(student):
                         expected=(length, length))  # fmt: skip
         if not isinstance(got, torch.Tensor) or tuple(got.shape) != (length, length):
             shape = tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__
-            expect.fail(CAUSAL_TYPE_TEXT.format(length=length, got=shape))
+            kind = type(got).__name__
+            named = "mask_not_tensor" if not isinstance(got, torch.Tensor) and square(got, length) else None
+            expect.fail(CAUSAL_TYPE_TEXT.format(length=length, got=shape), named, type=kind)
         if got.dtype != torch.bool:
             dtype = str(got.dtype).replace("torch.", "")
             expect.fail(CAUSAL_DTYPE_TEXT.format(length=length, dtype=dtype), "mask_not_bool", dtype=dtype)
@@ -241,6 +276,12 @@ def test_mask_causal(student):
         }
         if not torch.equal(got, right):
             found = [d for d, wrong in named.items() if torch.equal(got, wrong)]
+            # the diagonal moved up: query i also sees the next `ahead` keys (a slice end i + 2, tril(1));
+            # a mask all True (tril(L - 1)) hides nothing, which is not this
+            ones = torch.ones_like(right)
+            ahead = [n for n in range(1, length - 1) if torch.equal(got, ones.tril(n))]
+            if not found and ahead:
+                expect.fail(CAUSAL_TEXT.format(length=length), "causal_sees_future", ahead=ahead[0])
             expect.fail(CAUSAL_TEXT.format(length=length), found[0] if found else None)
 
 
@@ -309,6 +350,13 @@ def test_masked_broadcast(student, rng):
             shape = f"mask {tuple(mask.shape)}"
             own_w = expect.tensor(own_w, "weights", finite=False)
             own_c = expect.tensor(own_c, "context", finite=False)
+            # a 2-D mask, (L, S) here, read as (B, S) padding: a leading axis of the mask's first size
+            padding = K.padding_shape(mask, own_w.shape)
+            misread = {} if padding is None else {"two_d_mask_as_padding": padding}
+            if isinstance(got_w, torch.Tensor):
+                expect.tensor(
+                    got_w, f"weights ({shape})", tuple(own_w.shape), finite=False, shape_variants=misread
+                )
             expect.same_as_own(got_w, own_w, f"weights ({shape})")
             expect.same_as_own(got_c, own_c, f"context ({shape})")
 
@@ -396,7 +444,7 @@ def test_cross_memory_permutation(student, rng):
     base = expect.tensor(run(layer, x, memory, mask, heads)[0], "output", finite=False)
     permuted = expect.tensor(run(layer, x, memory[:, order], mask[:, order], heads)[0], "output",
                              tuple(base.shape), finite=False)  # fmt: skip
-    expect.responds(base, expect.tensor(run(layer, x.flip(1) + 1, memory, mask, heads)[0], "output",
+    expect.responds(base, expect.tensor(run(layer, x.flip(1) + 1, memory + 1, mask, heads)[0], "output",
                                         finite=False), "output")  # fmt: skip
     err = expect.largest_difference(base, permuted)
     expect.true(
@@ -414,7 +462,7 @@ def test_cross_padding_ignored(student, rng):
     changed[~mask] = 10 * torch.randn(changed[~mask].shape, generator=rng)
     base = expect.tensor(run(layer, x, memory, mask, heads)[0], "output", finite=False)
     moved = expect.tensor(run(layer, x, changed, mask, heads)[0], "output", tuple(base.shape), finite=False)
-    expect.responds(base, expect.tensor(run(layer, x.flip(1) + 1, memory, mask, heads)[0], "output",
+    expect.responds(base, expect.tensor(run(layer, x.flip(1) + 1, memory + 1, mask, heads)[0], "output",
                                         finite=False), "output")  # fmt: skip
     err = expect.largest_difference(base, moved)
     expect.true(err <= 1e-5 * max(1.0, float(base.abs().nan_to_num(0.0).max())), PADDING_TEXT.format(err=err))
@@ -438,7 +486,7 @@ def test_no_builtin_attention(student, built_by_hand, rng):
         student, rng, batch, length, keys, embed, heads, properties=True
     )
     output = expect.tensor(run(layer, x, memory, mask, heads)[0], "output", finite=False)
-    expect.responds(output, expect.tensor(run(layer, x.flip(1) + 1, memory, mask, heads)[0], "output",
+    expect.responds(output, expect.tensor(run(layer, x.flip(1) + 1, memory + 1, mask, heads)[0], "output",
                                           finite=False), "output")  # fmt: skip
     expect.not_by_hand(built_by_hand.tripwire(), BY_HAND)  # what ran: the static check cannot see everything
 

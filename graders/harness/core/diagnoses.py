@@ -181,6 +181,12 @@ COMMON_DIAGNOSES: dict[str, DiagnosisSpec] = {
             en="The two outputs come back in the wrong order: return ({first}, {second}).",
         )
     ),
+    "tensor_truth_value": DiagnosisSpec(
+        message=Text(
+            zh="这一行向一个有多个元素的张量要一个 True/False（`if t:`、`if not t:`、`and`/`or`），Python 无法回答。要判断参数是否给出，写 `if t is None`；要判断其中的值，用 .any() 或 .all()。",
+            en="That line asks a tensor with several values for one True/False (`if t:`, `if not t:`, `and`/`or`), which Python cannot answer. To test whether an argument was given, write `if t is None`; to test its values, use .any() or .all().",
+        )
+    ),
 }
 
 
@@ -212,6 +218,8 @@ COMMON_ERRORS: dict[str, str] = {
     r"Expected size for first two dimensions|shape '\[.*\]' is invalid for input of size|"
     r"number of dims don't match in permute|Dimension out of range|expanded size of the tensor|"
     r"stack expects each tensor to be equal size|cannot be broadcast|shape mismatch",
+    "tensor_truth_value": r"Boolean value of Tensor with more than one value is ambiguous|"
+    r"truth value of an array with more than one element is ambiguous",
 }
 
 
