@@ -239,3 +239,18 @@ def test_ctrl_c_in_single_mode_stops_at_once_writes_nothing_and_leaves_nothing(t
     assert err.strip().splitlines() == [say("cli.interrupted")(lang)]
     assert not html_report_path(PROJECT, sub).exists()
     assert wait_until(lambda: not leftovers(tmp)), leftovers(tmp)
+
+
+def test_a_ctrl_c_while_starting_is_held_until_grading_takes_it():
+    """grade.py defers Ctrl-C through its imports (one raised inside pydantic's Rust core came out
+    as a PanicException and a traceback); `interruptible` then raises it, once."""
+    from graders.harness.sandbox.launch import defer_interrupts, take_interrupts
+
+    try:
+        defer_interrupts()
+        os.kill(os.getpid(), signal.SIGINT)  # noted, not raised
+        assert take_interrupts() is True
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        assert take_interrupts() is False  # taken once
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
