@@ -112,12 +112,42 @@ def deep_tree(root: Path, depth: int) -> None:
     os.close(fd)
 
 
+def remove_deep_tree(root: Path) -> None:
+    """Undo `deep_tree` without recursion (pytest's own clean-up of tmp_path would recurse past the
+    limit), innermost folder first."""
+    fds = [os.open(root, os.O_RDONLY)]
+    while True:
+        try:
+            fds.append(os.open("d", os.O_RDONLY, dir_fd=fds[-1]))
+        except FileNotFoundError:
+            break
+    os.close(fds.pop())
+    while fds:
+        fd = fds.pop()
+        os.rmdir("d", dir_fd=fd)
+        os.close(fd)
+
+
+@pytest.fixture
+def deep(tmp_path):
+    """`deep_tree`, removed afterwards."""
+    made = []
+
+    def make(root: Path, depth: int) -> None:
+        deep_tree(root, depth)
+        made.append(root)
+
+    yield make
+    for root in made:
+        remove_deep_tree(root)
+
+
 @pytest.mark.parametrize("depth", [MAX_TREE_DEPTH, 1500, 2500])
-def test_a_folder_nested_thousands_deep_is_refused_by_name_and_digested_without_recursion(tmp_path, depth):
+def test_a_folder_nested_thousands_deep_is_refused_and_digested_without_recursion(tmp_path, deep, depth):
     student = tmp_path / "deep_student"
     student.mkdir()
     (student / FILE).write_text(REFERENCE, encoding="utf-8")
-    deep_tree(student, depth)  # before: RecursionError in fingerprint's rglob aborted the whole batch
+    deep(student, depth)  # before: RecursionError in fingerprint's rglob aborted the whole batch
     assert len(fingerprint(Entry("deep_student", student, "dir"))) == 24
     paths, too_deep = walk_tree(student)
     assert too_deep is not None and len(paths) <= MAX_TREE_DEPTH + 1
@@ -127,8 +157,8 @@ def test_a_folder_nested_thousands_deep_is_refused_by_name_and_digested_without_
     assert "deep_student" in refusal.value.text.en and str(MAX_TREE_DEPTH) in refusal.value.text.en
 
 
-def test_a_folder_just_within_the_depth_cap_is_graded(tmp_path):
-    deep_tree(tmp_path, MAX_TREE_DEPTH - 1)
+def test_a_folder_just_within_the_depth_cap_is_graded(tmp_path, deep):
+    deep(tmp_path, MAX_TREE_DEPTH - 1)
     check_tree(tmp_path, "ok")  # no refusal
     assert walk_tree(tmp_path)[1] is None
 
@@ -145,13 +175,13 @@ def test_a_zip_entry_nested_thousands_deep_is_refused_before_unpacking(tmp_path)
 
 
 @pytest.mark.slow
-def test_a_batch_with_a_deep_folder_refuses_that_student_and_grades_the_rest(tmp_path):
+def test_a_batch_with_a_deep_folder_refuses_that_student_and_grades_the_rest(tmp_path, deep):
     subs, out = tmp_path / "subs", tmp_path / "out"
     subs.mkdir()
     for name in ("ada", "deep"):
         (subs / name).mkdir()
         (subs / name / FILE).write_text(REFERENCE, encoding="utf-8")
-    deep_tree(subs / "deep", 2000)
+    deep(subs / "deep", 2000)
     proc = subprocess.run(batch(subs, out, "--jobs", "1"), capture_output=True, text=True, timeout=300,
                           env=env_with_tmp(tmp_path / "tmp"))  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -301,8 +301,8 @@ def recv_frame(
         raise WireError(f"header nested {depth} deep, over the cap of {max_depth}")
     try:
         header = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise WireError("header is not JSON") from exc
+    except (ValueError, RecursionError) as exc:  # ValueError: also an integer of 4 301+ digits
+        raise WireError(f"header is not JSON: {str(exc)[:120]}") from exc
     if type(header) is not dict:
         raise WireError("header is not an object")
     check_strings(header, max_string_chars)
