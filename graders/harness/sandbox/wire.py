@@ -16,6 +16,7 @@ Imports: standard library, numpy, torch only (this module runs inside the worker
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import math
 import re
@@ -316,3 +317,9 @@ def recv_frame(
     if sum(sizes) > max_buffer_bytes:
         raise WireError(f"reply of {sum(sizes)} bytes is over the {max_buffer_bytes}-byte cap")
     return header, [_recv_exact(sock, s, deadline) for s in sizes]
+
+
+def is_banned(dotted: str, banned) -> bool:
+    """Is the dotted name `dotted` one of `banned` (a manifest's list; a last component may be a glob,
+    ``torch.ops.aten._scaled_dot_product_*``)? Shared by the worker's tripwire and the trusted side."""
+    return dotted in banned or any("*" in b and fnmatch.fnmatchcase(dotted, b) for b in banned)
