@@ -183,6 +183,45 @@ TRUSTED_CODE = tuple(
 )
 
 
+class TorchTampered(RuntimeError):
+    """Raised when the submission replaced what the worker's backward pass runs on."""
+
+
+def _backward_namespaces() -> list:
+    """What `op_vjp` computes gradients with: autograd's modules and the classes whose methods it
+    calls. A submission that replaces any of their entries (``torch.autograd.grad = …``, the engine
+    that function calls, `Tensor.requires_grad_`) could answer the gradient request itself."""
+    import torch.autograd.graph
+    import torch.autograd.variable
+
+    return [
+        torch.autograd, torch.autograd.graph, torch.autograd.variable, torch.autograd.Variable,
+        torch.Tensor, torch._C.TensorBase, torch.nn.Module,
+    ]  # fmt: skip
+
+
+class BackwardSeal:
+    """The entries of `_backward_namespaces` as the worker found them, before any submission ran;
+    `broken(skip)` names those that changed since (names in `skip`: the tripwire's own wrappers)."""
+
+    def __init__(self) -> None:
+        self.spaces = [(space, dict(vars(space))) for space in _backward_namespaces()]
+
+    def broken(self, skip=frozenset()) -> list[str]:
+        out = []
+        for space, before in self.spaces:
+            now = vars(space)
+            where = getattr(space, "__name__", "?")
+            for key in now.keys() | before.keys():
+                value = now.get(key)
+                if value is before.get(key) or (space, key) in skip:
+                    continue
+                if key not in before and isinstance(value, types.ModuleType):
+                    continue  # a submodule imported since: torch sets it on its package
+                out.append(f"{where}.{key}")
+        return sorted(out)
+
+
 class IntrospectionRefused(RuntimeError):
     """Raised into student code that reads the interpreter's frames or object graph."""
 
@@ -236,6 +275,8 @@ class Worker:
         self._pack = wire.pack_frame
         self._send_lock = threading.Lock()  # a frame is never interleaved with another thread's
         self.tripwire = Tripwire(self.owner_of, self._tripwire_event)
+        self.seal = BackwardSeal()  # before any submission runs
+        self._grad = torch.autograd.grad
 
     def _tripwire_event(self, module: str | None, dotted: str, line: int) -> None:
         """Send one tripwire hit to the trusted side now, as an event frame (it carries no `seq`)."""
@@ -426,8 +467,15 @@ class Worker:
         targets = [args[i] for i in req["grad_args"]] + list(params.values())
         wanted = [i for i, t in enumerate(targets) if isinstance(t, torch.Tensor) and t.requires_grad]
         grads: list = [None] * len(targets)
+        tripwire = {(owner, attr) for owner, attr, _ in self.tripwire.installed.values()}
+        changed = self.seal.broken(tripwire)
+        if changed:  # what computes the gradients is no longer torch's: the submission's answer
+            raise TorchTampered(
+                f"your code replaced {', '.join(changed[:3])}: the gradients are computed with torch's own"
+                " autograd, which a submission may not replace"
+            )
         if loss is not None and wanted:
-            found = torch.autograd.grad(loss, [targets[i] for i in wanted], allow_unused=True)
+            found = self._grad(loss, [targets[i] for i in wanted], allow_unused=True)
             for i, g in zip(wanted, found, strict=True):
                 grads[i] = g
         count = len(req["grad_args"])
