@@ -5,7 +5,8 @@ object graph and frames, attributes named by a string (`operator.attrgetter`) an
 as a value are a violation of their own kind ("indirect", its own message), while a module's own
 `modules()` and torch's `stack` stay allowed. At run time: a tripwire hit reaches the trusted side
 the moment it happens, so a submission that erases the worker's record of it (through the Worker
-object found with gc) is still caught.
+object found through the import guard's closure, a route the introspection watch does not see) is
+still caught.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 import threading
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from graders.harness.core import expect
 from graders.harness.core.banned import static_findings
@@ -87,7 +90,8 @@ import torch
 import torch.nn.functional as F
 import warnings
 
-_found = [o for o in warnings.sys.modules["gc"].get_objects() if type(o).__name__ == "Worker"]
+_cells = [c.cell_contents for c in __import__.__closure__]  # past the introspection watch
+_found = [v for v in _cells if type(v).__name__ == "Worker"]
 
 
 def run(q):
@@ -113,13 +117,14 @@ def test_a_hit_erased_inside_the_worker_is_still_on_record(pool, tmp_path):
         hits = {tuple(h) for h in student._tripwire()}
     finally:
         session.close()
-    assert ("torch.nn.functional.scaled_dot_product_attention", 10) in hits
+    assert ("torch.nn.functional.scaled_dot_product_attention", 11) in hits
 
 
 def test_a_forged_event_frame_is_a_protocol_error(pool, tmp_path):
     """An event frame the trusted side does not know ends the worker: it cannot smuggle replies."""
     source = """import warnings
-_w = [o for o in warnings.sys.modules["gc"].get_objects() if type(o).__name__ == "Worker"]
+_cells = [c.cell_contents for c in __import__.__closure__]  # past the introspection watch
+_w = [v for v in _cells if type(v).__name__ == "Worker"]
 
 
 def run():
@@ -164,3 +169,75 @@ def test_a_source_no_parser_can_read_is_a_finding_of_its_own():
     source = ("x = " + "+".join(["1"] * 100_000) + "\n").encode()
     found = static_findings(source, ["torch.nn.functional.scaled_dot_product_attention"])
     assert [f.kind for f in found] == ["unreadable"], found
+
+
+# ---------------------------------------------------------------- every syntax that names an attribute
+
+BANNED_LAST = sorted({name.rsplit(".", 1)[-1].replace("*", "flash_attention_for_cpu") for name in BANNED})
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    name=st.sampled_from(BANNED_LAST),
+    subject=st.sampled_from(["torch.ops.aten", "F", "torch.nn", "torch", "thing"]),
+    cls=st.sampled_from(["object", "type", "Thing"]),
+    capture=st.sampled_from(["op", "_f", "fused"]),
+)
+def test_a_class_pattern_names_its_attributes_as_an_attribute_access_would(name, subject, cls, capture):
+    """`case C(name=x)` is `getattr(subject, "name")`: the rule reads the names of a class pattern
+    (before: `MatchClass.kwd_attrs` were never read, and the fused SDPA kernel scored as by hand)."""
+    source = HEAD + f"match {subject}:\n    case {cls}({name}={capture}):\n        pass\n"
+    found = [(k, w) for k, w in kinds(source) if k == "banned"]
+    assert found and name in found[0][1], kinds(source)
+
+
+@pytest.mark.parametrize(
+    "source, kind, flagged",
+    [
+        ("match torch:\n    case object(sys=s):\n        pass\n", "indirect", "sys="),
+        ("match F:\n    case object(__dict__=d):\n        pass\n", "dynamic", "__dict__="),
+        ("match w:\n    case object(modules=m):\n        pass\n", "indirect", "modules="),
+        ("f(scaled_dot_product_attention=1)\n", "banned", "scaled_dot_product_attention="),
+        ('match F:\n    case {"scaled_dot_product_attention": f}:\n        pass\n', "banned", "scaled_dot"),
+    ],
+)
+def test_other_syntax_that_names_an_attribute_is_read(source, kind, flagged):
+    assert any(k == kind and flagged in w for k, w in kinds(HEAD + source)), kinds(HEAD + source)
+
+
+def test_ordinary_match_statements_and_keywords_are_no_finding():
+    source = HEAD + (
+        "match x:\n    case Point(x=0, y=y):\n        pass\n    case {'dim': d}:\n        pass\n"
+        "y = torch.softmax(s, dim=-1)\n"
+    )
+    assert kinds(source) == []
+
+
+FUSED_AT_RUN_TIME = """import torch
+
+_ns = torch.ops.aten
+_name = "".join(["_scaled_dot_product_", "flash_attention_for_cpu"])
+
+
+def run(q):
+    op = getattr(_ns, _name)
+    return op(q, q, q)[0]
+"""
+
+
+def test_the_tripwire_covers_every_operator_a_glob_bans(pool, tmp_path):
+    """A glob entry (`torch.ops.aten._scaled_dot_product_*`) is watched at run time too: every
+    operator the dispatcher knows under that name is wrapped (before: globs were skipped)."""
+    import torch
+
+    path = tmp_path / f"{EX4}.py"
+    path.write_text(FUSED_AT_RUN_TIME, encoding="utf-8")
+    session = StudentSession(pool)
+    session.add(EX4, path, seed=1, call_seconds=10, banned=BANNED)
+    student = session.module(EX4)
+    try:
+        student.run(torch.randn(1, 2, 3, 4))
+        hits = {tuple(h) for h in student._tripwire()}
+    finally:
+        session.close()
+    assert ("torch.ops.aten._scaled_dot_product_flash_attention_for_cpu", 9) in hits, hits

@@ -16,6 +16,7 @@ import os
 import re
 import subprocess
 import sys
+import unicodedata
 import zipfile
 from pathlib import Path
 
@@ -243,6 +244,97 @@ def test_progress_lines_are_one_line_each_with_nothing_active(names, bar):
     assert not re.search(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e]", own.sub("", out))
     if not bar:
         assert out.count("\n") == len(names)
+
+
+# ---------------------------------------------------------------- invisible characters
+
+ZERO_WIDTH = st.sampled_from(
+    ["\u200b", "\u2060", "\u2063", "\ufeff", "\u180e", "\u00ad", "\u3164", "\U000e0041", "\U000e007f",
+     "\U000e0001", "\u206f", "\ufff9"]
+)  # fmt: skip
+JOINERS = st.sampled_from(["\u200c", "\u200d", "\ufe0f", "\ufe00", "\U000e0100", "\u180b"])
+INVISIBLE_RAW = re.compile(f"[{inert.INVISIBLE}]")
+ORDINARY = st.text(
+    st.characters(
+        whitelist_categories=("Lu", "Ll", "Lo", "Nd", "Po", "Sm", "So", "Zs"),
+        blacklist_characters="\u115f\u1160\u3164\uffa0\\",
+    ),
+    max_size=30,
+)  # letters of any script (CJK included), digits, punctuation, symbols, spaces
+
+
+@PROPERTY
+@given(st.lists(st.one_of(ORDINARY, ZERO_WIDTH, JOINERS), max_size=10).map("".join))
+def test_invisible_characters_are_shown_escaped_in_text_and_in_names(text):
+    """Zero-width and tag characters are escaped as bidi controls are, in every text (before: raw in
+    every format, so `al\u200bice` and `alice` looked the same); in names, joiners and variation
+    selectors too, and any other format character."""
+    assert not INVISIBLE_RAW.search(inert.clean(text))
+    name = inert.single_line(text)
+    assert not any(unicodedata.category(c) in ("Cc", "Cf", "Cs", "Zl", "Zp") for c in name), repr(name)
+    assert not re.search(f"[{inert.NAME_INVISIBLE}]", name)
+
+
+@PROPERTY
+@given(ORDINARY)
+def test_ordinary_text_of_any_script_is_left_as_it_is(text):
+    assert inert.clean(text) == text and inert.single_line(text) == text == inert.display_name(text)
+
+
+@PROPERTY
+@given(ORDINARY.filter(bool), ZERO_WIDTH | JOINERS, st.integers(0, 30))
+def test_two_names_that_differ_by_an_invisible_character_look_different(name, invisible, at):
+    other = name[:at] + invisible + name[at:]
+    assert inert.display_name(other) != inert.display_name(name)
+    assert inert.student_key(other) != inert.student_key(name)
+
+
+# ---------------------------------------------------------------- single mode: notices and the HTML copy
+
+ANY_NAME = st.binary(min_size=1, max_size=240).filter(lambda b: b"/" not in b and b"\0" not in b)
+FOLDER_NAMES = st.one_of(ANY_NAME, st.lists(st.one_of(TEXT, ZERO_WIDTH), max_size=6).map(
+    lambda parts: "".join(parts).replace("/", "").replace("\0", "").encode("utf-8", "surrogatepass")
+    if "".join(parts).replace("/", "").replace("\0", "") not in ("", ".", "..") else b"x"
+))  # fmt: skip
+NOTICE_ACTIVE = re.compile(f"[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069{inert.INVISIBLE}]")
+
+
+@PROPERTY
+@given(st.lists(FOLDER_NAMES, min_size=1, max_size=6, unique=True))
+def test_the_html_copy_of_a_single_grade_has_a_safe_file_name_and_inert_notice(names):
+    """`grade.py DIR` in text mode saves `reports/<name>_report.html` and says where on stderr
+    (before: the folder name went raw into both, so ESC, CR and LF reached the terminal)."""
+    from graders.harness.cli import html_report_path, tell
+    from graders.harness.core.i18n import say
+
+    files = set()
+    for raw in names:
+        if raw in (b".", b".."):
+            continue
+        folder = Path(os.fsdecode(b"/srv/class/" + raw))
+        path = html_report_path(PROJECT, folder)
+        files.add(path.name)
+        assert path.parent == PROJECT.root / "reports"
+        assert re.fullmatch(r"[\w.\-~]+_report\.html", path.name) and path.name.isprintable(), path.name
+        assert not path.name.startswith(".") and len(path.name.encode()) <= 255
+        assert not any(unicodedata.category(c) in ("Cf", "Mn", "Cc", "Cs") for c in path.name)
+        for lang in ("en", "zh"):
+            stream = io.StringIO()
+            tell(say("cli.html_report", path=folder / "x" / path.name), lang, stream)
+            tell(say("cli.created", folder=folder), lang, stream)
+            lines = stream.getvalue().split("\n")
+            assert len(lines) == 3 and lines[-1] == "", lines  # one line each, whatever the name
+            assert not NOTICE_ACTIVE.search(stream.getvalue()), stream.getvalue()
+    assert len(files) == len([n for n in names if n not in (b".", b"..")])  # two folders never share a file
+
+
+def test_a_usage_error_naming_a_hostile_folder_is_printed_inert(capsys, tmp_path):
+    from graders.harness.cli import main
+
+    folder = tmp_path / "\u202e82 :latoT\u200b\x1b[2J\n# Total 28 \r{{7*7}}"
+    assert main([str(folder)]) != 0
+    err = capsys.readouterr().err
+    assert "no such folder" in err and err.count("\n") == 1 and not NOTICE_ACTIVE.search(err), repr(err)
 
 
 # ---------------------------------------------------------------- real batches with hostile names

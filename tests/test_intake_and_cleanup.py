@@ -6,6 +6,7 @@ each with its own TMPDIR to look into afterwards.
 
 from __future__ import annotations
 
+import csv
 import os
 import signal
 import struct
@@ -19,7 +20,19 @@ import pytest
 
 from graders.harness.cli import html_report_path
 from graders.harness.core.i18n import say
-from graders.harness.core.intake import EOCD, EOCD64, EOCD64_LOCATOR, Refusal, ZipCaps, unpack_zip
+from graders.harness.core.intake import (
+    EOCD,
+    EOCD64,
+    EOCD64_LOCATOR,
+    MAX_TREE_DEPTH,
+    Entry,
+    Refusal,
+    ZipCaps,
+    check_tree,
+    fingerprint,
+    unpack_zip,
+    walk_tree,
+)
 from graders.harness.core.project import default_project
 from graders.harness.sandbox import isolation
 
@@ -82,6 +95,101 @@ def test_a_normal_zip_still_unpacks(tmp_path):
         zf.writestr(f"hw/{FILE}", REFERENCE)
     assert (unpack_zip(archive, tmp_path / "out") / "hw" / FILE).read_text() == REFERENCE
     assert struct.calcsize("<IHHHHIIH") == EOCD.size == 22
+
+
+# ---------------------------------------------------------------- deep trees: refused, never a crash
+
+
+def deep_tree(root: Path, depth: int) -> None:
+    """`depth` folders `d` nested in `root`, made through directory fds (the whole path may be longer
+    than the file system allows in one name)."""
+    fd = os.open(root, os.O_RDONLY)
+    for _ in range(depth):
+        os.mkdir("d", dir_fd=fd)
+        inner = os.open("d", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = inner
+    os.close(fd)
+
+
+def remove_deep_tree(root: Path) -> None:
+    """Undo `deep_tree` without recursion (pytest's own clean-up of tmp_path would recurse past the
+    limit), innermost folder first."""
+    fds = [os.open(root, os.O_RDONLY)]
+    while True:
+        try:
+            fds.append(os.open("d", os.O_RDONLY, dir_fd=fds[-1]))
+        except FileNotFoundError:
+            break
+    os.close(fds.pop())
+    while fds:
+        fd = fds.pop()
+        os.rmdir("d", dir_fd=fd)
+        os.close(fd)
+
+
+@pytest.fixture
+def deep(tmp_path):
+    """`deep_tree`, removed afterwards."""
+    made = []
+
+    def make(root: Path, depth: int) -> None:
+        deep_tree(root, depth)
+        made.append(root)
+
+    yield make
+    for root in made:
+        remove_deep_tree(root)
+
+
+@pytest.mark.parametrize("depth", [MAX_TREE_DEPTH, 1500, 2500])
+def test_a_folder_nested_thousands_deep_is_refused_and_digested_without_recursion(tmp_path, deep, depth):
+    student = tmp_path / "deep_student"
+    student.mkdir()
+    (student / FILE).write_text(REFERENCE, encoding="utf-8")
+    deep(student, depth)  # before: RecursionError in fingerprint's rglob aborted the whole batch
+    assert len(fingerprint(Entry("deep_student", student, "dir"))) == 24
+    paths, too_deep = walk_tree(student)
+    assert too_deep is not None and len(paths) <= MAX_TREE_DEPTH + 1
+    with pytest.raises(Refusal) as refusal:
+        check_tree(student, "deep_student")
+    assert refusal.value.problem == "too_deep"
+    assert "deep_student" in refusal.value.text.en and str(MAX_TREE_DEPTH) in refusal.value.text.en
+
+
+def test_a_folder_just_within_the_depth_cap_is_graded(tmp_path, deep):
+    deep(tmp_path, MAX_TREE_DEPTH - 1)
+    check_tree(tmp_path, "ok")  # no refusal
+    assert walk_tree(tmp_path)[1] is None
+
+
+def test_a_zip_entry_nested_thousands_deep_is_refused_before_unpacking(tmp_path):
+    archive = tmp_path / "deep.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr(FILE, REFERENCE)
+        zf.writestr("d/" * 1500 + "x.txt", b"x")  # before: "the grader failed: RecursionError"
+    with pytest.raises(Refusal) as refusal:
+        unpack_zip(archive, tmp_path / "out")
+    assert refusal.value.problem == "too_deep" and "deep.zip" in refusal.value.text.en
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+@pytest.mark.slow
+def test_a_batch_with_a_deep_folder_refuses_that_student_and_grades_the_rest(tmp_path, deep):
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    subs.mkdir()
+    for name in ("ada", "deep"):
+        (subs / name).mkdir()
+        (subs / name / FILE).write_text(REFERENCE, encoding="utf-8")
+    deep(subs / "deep", 2000)
+    proc = subprocess.run(batch(subs, out, "--jobs", "1"), capture_output=True, text=True, timeout=300,
+                          env=env_with_tmp(tmp_path / "tmp"))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    with open(out / "gradebook.csv", newline="", encoding="utf-8") as fh:
+        rows = {r["student"]: r for r in csv.DictReader(fh)}
+    assert set(rows) == {"ada", "deep"}
+    assert rows["ada"]["status"] == "graded" and float(rows["ada"]["total"]) > 0
+    assert rows["deep"]["status"] == "refused" and "nested" in rows["deep"]["reason"]
 
 
 # ---------------------------------------------------------------- nothing left behind

@@ -87,12 +87,23 @@ def outcomes(report) -> dict:
         (b'{"nbformat": 9, "nbformat_minor": 0, "cells": []}', "unsupported format version 9"),
         (b'{"nbformat": 4, "nbformat_minor": 5, "cells": "x", "metadata": {}}', "does not follow the format"),
         (b"[" * 100_000 + b"]" * 100_000, "not valid JSON"),
+        # valid JSON that Python refuses with a bare ValueError (before: "the grader itself failed",
+        # and with --similarity a batch with no gradebook at all)
+        (b'{"nbformat": 4, "metadata": {"n": ' + b"7" * 4400 + b"}}", "Exceeds the limit"),
     ],
 )
 def test_a_file_that_is_not_a_notebook_gets_a_message_naming_it(tmp_path, data, words):
     write(tmp_path, {"lesson.ipynb": data})
     message = fault(tmp_path)
     assert "lesson.ipynb" in message and words in message
+
+
+def test_similarity_reads_a_notebook_python_refuses_as_no_code_not_a_crash(tmp_path):
+    from graders.harness.batch.similarity import submission_code
+    from graders.harness.core.intake import Entry
+
+    write(tmp_path / "ann", {"lesson.ipynb": b'{"nbformat": 4, "metadata": {"n": ' + b"7" * 4400 + b"}}"})
+    assert submission_code(Entry("ann", tmp_path / "ann", "dir"), EXERCISES, tmp_path / "work") == {}
 
 
 def test_a_notebook_over_the_cap_is_refused_before_it_is_parsed(tmp_path):

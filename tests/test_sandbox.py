@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from graders.harness.core.errors import SubmissionFileError
 from graders.harness.core.project import default_project
@@ -83,11 +85,65 @@ def test_buffers_over_the_reply_cap_are_refused():
 
 @pytest.mark.parametrize(
     "header",
-    [b"not json", b"[1, 2]", b'{"buffers": "many"}', b'{"buffers": [-1]}', b'{"buffers": [1.5]}'],
+    [
+        b"not json",
+        b"[1, 2]",
+        b'{"buffers": "many"}',
+        b'{"buffers": [-1]}',
+        b'{"buffers": [1.5]}',
+        b'{"ok": true, "seq": 1, "value": ' + b"9" * 4400 + b"}",  # json's bare ValueError
+        b"\xff\xfe{}",
+    ],
+    ids=lambda header: repr(header[:40]),
 )
 def test_malformed_headers_are_refused(header):
     with pytest.raises(wire.WireError):
         recv(frame_bytes(header))
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20)
+    | st.integers(4290, 4500).map(lambda n: _BigDigits(n)),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)  # fmt: skip
+
+
+class _BigDigits:
+    """A JSON integer of `n` digits, written by hand (Python will not print one over 4 300 digits)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+
+def _dumps(value) -> bytes:
+    if isinstance(value, _BigDigits):
+        return b"9" * value.n
+    if isinstance(value, list):
+        return b"[" + b",".join(_dumps(v) for v in value) + b"]"
+    if isinstance(value, dict):
+        return b"{" + b",".join(json.dumps(k).encode() + b":" + _dumps(v) for k, v in value.items()) + b"}"
+    return json.dumps(value).encode()
+
+
+HEADERS = (
+    st.binary(max_size=300)
+    | st.text(max_size=200).map(lambda t: t.encode("utf-8", "surrogatepass"))
+    | JSON_VALUES.map(_dumps)
+    | st.dictionaries(st.sampled_from(["ok", "seq", "value", "buffers", "event"]), JSON_VALUES).map(_dumps)
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(HEADERS)
+def test_any_header_bytes_are_read_or_refused_as_the_peers_fault(header):
+    """Whatever bytes a worker sends as a header, the trusted side reads a dict or raises `WireError`
+    (the student's fault), never another exception (which would be blamed on the grader)."""
+    try:
+        got, _ = recv(frame_bytes(header))
+    except wire.WireError:
+        return
+    assert type(got) is dict
 
 
 def test_a_truncated_frame_is_a_closed_channel_not_a_hang():

@@ -64,7 +64,8 @@ FORGED_CLAIM = """import warnings
 import torch.nn as nn
 
 _interp = warnings.sys
-_w = [o for o in _interp.modules["gc"].get_objects() if type(o).__name__ == "Worker"][0]
+_cells = [c.cell_contents for c in __import__.__closure__]  # past the introspection watch
+_w = [v for v in _cells if type(v).__name__ == "Worker"][0]
 _wire = [m for n, m in list(_interp.modules.items()) if n.endswith("sandbox.wire")][0]
 
 

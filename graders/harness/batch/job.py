@@ -32,7 +32,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core.intake import Entry, Refusal, problem_text, require_exercise_files, submission_root, unpack_zip
+from ..core.intake import (
+    Entry,
+    Refusal,
+    check_tree,
+    problem_text,
+    require_exercise_files,
+    submission_root,
+    unpack_zip,
+)
 from ..core.models import ExerciseManifest
 from ..core.options import exercise_option, lang_option
 from ..core.project import Project
@@ -90,6 +98,8 @@ def grade_entry(
             if entry.kind == "notebook":  # graded as it is: its cells are read as bytes, like a .py
                 folder = entry.path
             else:
+                if entry.kind == "dir":
+                    check_tree(entry.path, entry.source)  # a tree thousands deep: refused, not a crash
                 folder = entry.path if entry.kind == "dir" else unpack_zip(entry.path, Path(tmp) / "unpacked")
                 folder = submission_root(folder, ids)
                 require_exercise_files(folder, ids)

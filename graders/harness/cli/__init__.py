@@ -20,6 +20,7 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from ..core import inert
 from ..core.i18n import Lang, Text, say
 from ..core.intake import REPORT_SUFFIX
 from ..core.options import exercise_option, lang_option
@@ -62,6 +63,13 @@ def grade_parser() -> argparse.ArgumentParser:
         "--seed", type=int, default=None, help="seed for the check inputs (default: random, printed)"
     )
     return parser
+
+
+def tell(text: Text | str, lang: Lang, file=None) -> None:
+    """Print one notice line: whatever names or paths it holds (a folder's name is anyone's choice)
+    shown inert, on one line (`inert.display_name`: escapes, invisible characters, line breaks)."""
+    line = text if isinstance(text, str) else text(lang)
+    print(inert.display_name(line), file=file or sys.stderr)
 
 
 def prepare_submission(project: Project, path: str | None, notice: Callable[[Text], None]) -> Path:
@@ -108,7 +116,7 @@ def cmd_grade(argv: list[str], project: Project) -> int:
     one_thread()
     if args.watch and (args.out is not None or args.format != "text" or args.fail_under is not None):
         raise UsageError(say("watch.format")(lang))
-    folder = prepare_submission(project, args.path, lambda text: print(text(lang), file=sys.stderr))
+    folder = prepare_submission(project, args.path, lambda text: tell(text, lang))
     if args.watch:
         if folder.is_file():  # a notebook: it is saved as one file, and its last cell grades it
             raise UsageError(f"{folder}: --watch takes a folder of .py files, not a notebook")
@@ -120,13 +128,13 @@ def cmd_grade(argv: list[str], project: Project) -> int:
     except KeyboardInterrupt:  # the sandbox is already gone (grade's own clean-up); nothing is written
         if progress is not None:
             progress.close()
-        print(say("cli.interrupted")(lang), file=sys.stderr)
+        tell(say("cli.interrupted"), lang)
         return EXIT_INTERRUPTED
     if progress is not None:
         progress.close()
     if args.out is not None:
         args.out.write_text(render(report, args.format, project=project), encoding="utf-8")
-        print(say("cli.report_written", path=args.out)(lang), file=sys.stderr)
+        tell(say("cli.report_written", path=args.out), lang)
     else:
         color = args.format == "text" and sys.stdout.isatty()
         sys.stdout.write(render(report, args.format, color=color, project=project))
@@ -148,7 +156,7 @@ def one_thread() -> None:
 def html_report_path(project: Project, folder: Path) -> Path:
     """Where a text-mode grade also writes its HTML report: the project's `reports/` folder, never
     beside the submission (a batch over the submission's parent would take it for a student)."""
-    return project.root / "reports" / f"{folder.resolve().name}{REPORT_SUFFIX}"
+    return project.root / "reports" / f"{inert.file_stem(folder.resolve().name)}{REPORT_SUFFIX}"
 
 
 def write_html_report(project: Project, folder: Path, report, lang: Lang, notices=None) -> None:
@@ -160,9 +168,9 @@ def write_html_report(project: Project, folder: Path, report, lang: Lang, notice
         html.parent.mkdir(exist_ok=True)
         html.write_text(render(report, "html", project=project), encoding="utf-8")
     except OSError as exc:  # a read-only course folder: the terminal report stands alone
-        print(say("cli.html_not_written", path=html, problem=exc.strerror)(lang), file=notices)
+        tell(say("cli.html_not_written", path=html, problem=exc.strerror), lang, notices)
         return
-    print(say("cli.html_report", path=html)(lang), file=notices)
+    tell(say("cli.html_report", path=html), lang, notices)
 
 
 def cmd_watch(project: Project, folder: Path, settings: Settings) -> int:
@@ -245,8 +253,8 @@ def main(argv: list[str] | None = None, project: Project | None = None) -> int:
         return cmd_grade(argv, project)
     except ManifestError as exc:
         for line in exc.lines:
-            print(f"error: {line}", file=sys.stderr)
+            print(f"error: {inert.display_name(line)}", file=sys.stderr)
         return EXIT_USAGE
     except UsageError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {inert.display_name(str(exc))}", file=sys.stderr)
         return EXIT_USAGE

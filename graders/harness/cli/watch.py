@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TextIO
 
+from ..core import inert
 from ..core.i18n import Lang, say
 from ..core.models import Report
 from ..core.project import Project
@@ -114,4 +115,4 @@ def watch(
 
 def waiting(whole: Report, folder: Path, lang: Lang, terminal: TextIO) -> None:
     line = say("watch.waiting", score=f"{whole.score:g}", max_score=f"{whole.max_score:g}", folder=folder)
-    print(line(lang), file=terminal, flush=True)
+    print(inert.display_name(line(lang)), file=terminal, flush=True)

@@ -170,6 +170,12 @@ class _Scan:
                 self.add("indirect", node.id, node)  # getattr as a value: reduce(getattr, names, F)
         elif isinstance(node, ast.Call):
             self.call(node)
+        elif isinstance(node, ast.MatchClass):  # case object(name=x): fetches the attribute `name`
+            for attr in node.kwd_attrs:
+                self.named(attr, f"{ast.unparse(node.cls)}({attr}=…)", node)
+        elif isinstance(node, ast.keyword) and node.arg is not None:  # f(name=…): a name, as written
+            if _matches(node.arg, self.patterns):
+                self.add("banned", f"{node.arg}=…", node)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             if id(node) in self.docstrings:
                 return
@@ -188,16 +194,21 @@ class _Scan:
 
     def attribute(self, node: ast.Attribute) -> None:
         own = isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")
-        if _matches(node.attr, self.patterns) and not own:
-            self.add("banned", ast.unparse(node), node)
-        elif node.attr in DUNDERS:
-            self.add("dynamic", ast.unparse(node), node)
-        elif node.attr in DYNAMIC_NAMES or node.attr in ("functional_call", "import_module"):
-            self.add("dynamic", ast.unparse(node), node)
-        elif node.attr in INDIRECT_ATTRS and not own:
-            self.add("indirect", ast.unparse(node), node)
-        elif node.attr == "modules" and id(node) not in self.called and not own:  # model.modules() is fine
-            self.add("indirect", ast.unparse(node), node)
+        called = id(node) in self.called
+        self.named(node.attr, ast.unparse(node), node, own=own, called=called)
+
+    def named(self, attr: str, what: str, node: ast.AST, own: bool = False, called: bool = False) -> None:
+        """`attr` is fetched as an attribute (`x.attr`, or a class pattern `case C(attr=…)`)."""
+        if _matches(attr, self.patterns) and not own:
+            self.add("banned", what, node)
+        elif attr in DUNDERS:
+            self.add("dynamic", what, node)
+        elif attr in DYNAMIC_NAMES or attr in ("functional_call", "import_module"):
+            self.add("dynamic", what, node)
+        elif attr in INDIRECT_ATTRS and not own:
+            self.add("indirect", what, node)
+        elif attr == "modules" and not called and not own:  # model.modules() is fine
+            self.add("indirect", what, node)
 
     def call(self, node: ast.Call) -> None:
         name = node.func.id if isinstance(node.func, ast.Name) else None

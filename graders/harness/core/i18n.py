@@ -431,6 +431,10 @@ CATALOG: dict[str, dict[str, str]] = {
         "zh": "{source} 本身有 {size} 字节，超过上限 {cap}。",
         "en": "{source} is {size} bytes, over the cap of {cap}.",
     },
+    "lms.problem.too_deep": {
+        "zh": "{source} 中的文件夹嵌套超过 {cap} 层（{where}），已拒绝。",
+        "en": "{source}: its folders are nested more than {cap} levels deep ({where}); refused.",
+    },
     "lms.problem.too_large_to_send": {
         "zh": "{source} 超过 {cap} 字节或 {members} 个文件，无法发送给评分节点。",
         "en": "{source} is over {cap} bytes or {members} files: too large to send to a grading worker.",

@@ -159,12 +159,52 @@ def discover(folder: Path) -> list[Entry]:
     return entries
 
 
+MAX_TREE_DEPTH = 64  # folders inside a submission: deeper is refused (no exercise needs more)
+MAX_TREE_ENTRIES = 100_000  # a walk stops after this many entries (a digest needs no more)
+
+
+def walk_tree(root: Path, depth_cap: int = MAX_TREE_DEPTH, entry_cap: int = MAX_TREE_ENTRIES):
+    """(every path under `root`, sorted; the first folder found deeper than `depth_cap`, or None).
+
+    Iterative (a stack, never recursion: a tree thousands of folders deep is data, not a crash),
+    links are listed but never followed, unreadable folders are skipped, and the walk stops after
+    `entry_cap` entries."""
+    paths: list[Path] = []
+    too_deep: Path | None = None
+    stack: list[tuple[Path, int]] = [(root, 0)]
+    while stack and len(paths) < entry_cap:
+        folder, depth = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                children = [(Path(e.path), e.is_dir(follow_symlinks=False)) for e in it]
+        except OSError:  # unreadable, vanished, or a path too long for the file system
+            continue
+        for path, is_dir in children:
+            paths.append(path)
+            if is_dir:
+                if depth + 1 >= depth_cap:
+                    too_deep = too_deep or path
+                    continue
+                stack.append((path, depth + 1))
+    return sorted(paths[:entry_cap]), too_deep
+
+
+def check_tree(folder: Path, source: str, depth_cap: int = MAX_TREE_DEPTH) -> None:
+    """Refuse (`too_deep`) a submission folder whose folders nest deeper than `depth_cap`."""
+    _paths, too_deep = walk_tree(folder, depth_cap)
+    if too_deep is not None:
+        where = inert.display_name(str(too_deep.relative_to(folder)))
+        if len(where) > 80:
+            where = where[:38] + "…" + where[-38:]
+        raise Refusal("too_deep", source=source, cap=depth_cap, where=where)
+
+
 def fingerprint(entry: Entry, cap: int = 2000) -> str:
     """A digest of names, sizes and modification times, to notice a submission replaced later."""
     digest = hashlib.sha256()
     paths = [entry.path]
     if entry.kind == "dir":
-        paths = sorted(p for p in entry.path.rglob("*") if not p.is_symlink())[:cap]
+        paths = [p for p in walk_tree(entry.path)[0] if not p.is_symlink()][:cap]
     for path in paths:
         try:
             info = os.lstat(path)
@@ -181,6 +221,8 @@ def _member_problem(info: zipfile.ZipInfo) -> str | None:
         return "zip_absolute"
     if ".." in PurePosixPath(name).parts:
         return "zip_traversal"
+    if len([p for p in PurePosixPath(name).parts if p not in ("", ".")]) > MAX_TREE_DEPTH:
+        return "too_deep"
     mode = info.external_attr >> 16
     if stat.S_ISLNK(mode):
         return "zip_link"
@@ -212,6 +254,10 @@ def unpack_zip(archive: Path, dest: Path, caps: ZipCaps = ZipCaps()) -> Path:
                 raise Refusal("zip_too_many", source=source, count=len(members), cap=caps.members)
             for info in members:
                 problem = _member_problem(info)
+                if problem == "too_deep":
+                    where = inert.display_name(info.filename)
+                    where = where if len(where) <= 80 else where[:38] + "…" + where[-38:]
+                    raise Refusal(problem, source=source, cap=MAX_TREE_DEPTH, where=where)
                 if problem:
                     raise Refusal(problem, source=source, member=info.filename)
             written = 0

@@ -96,6 +96,9 @@ def parse_notebook(data: bytes, name: str) -> Notebook:
         ) from None
     except RecursionError:
         raise _fault("submission.notebook.not_json", file=name, detail="nested too deeply") from None
+    except ValueError as exc:  # valid JSON Python will not read: an integer of 4 301+ digits
+        detail = str(exc).split(";")[0][:200]
+        raise _fault("submission.notebook.not_json", file=name, detail=detail) from None
     if not isinstance(raw, dict) or not isinstance(raw.get("nbformat"), int):
         raise _fault(
             "submission.notebook.not_notebook", file=name, detail='no "nbformat" version at its top level'

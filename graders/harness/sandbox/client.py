@@ -630,7 +630,17 @@ class SandboxWorker:
             raise WorkerProtocolError(str(exc)) from exc
 
     def _event(self, frame: dict) -> None:
-        """Keep a tripwire hit the worker sent as it happened (see `worker.Tripwire`)."""
+        """Keep a tripwire hit the worker sent as it happened (see `worker.Tripwire`); a submission
+        that read the interpreter's frames or object graph (see `worker.watch_introspection`) could
+        have forged anything the worker sends after that: the call ends as the student's fault."""
+        if frame.get("event") == "introspection":
+            what, line = frame.get("what"), frame.get("line")
+            where = f", line {line}" if type(line) is int and line > 0 else ""
+            raise wire.WireError(
+                f"your code read the interpreter's own state ({str(what)[:100]}{where}): the stack frames "
+                "and object graph of the grader's process are not yours to read, and nothing it sends "
+                "after that can be trusted"
+            )
         if frame.get("event") != "tripwire":
             raise wire.WireError("unknown event frame")
         module, what, line = frame.get("module"), frame.get("what"), frame.get("line")
@@ -647,7 +657,7 @@ class SandboxWorker:
         module = target.get("$module") if type(target) is dict else None
         banned = self._banned.get(str(module), set())
         mine = (module, None)
-        out = [[what, line] for who, what, line in self.tripwire_hits if what in banned and who in mine]
+        out = [[w, line] for who, w, line in self.tripwire_hits if wire.is_banned(w, banned) and who in mine]
         for item in worker_says if type(worker_says) is list else []:
             if type(item) is list and item and type(item[0]) is str and item[0].endswith("(tripwire undone)"):
                 out.append([item[0], 0])

@@ -16,6 +16,7 @@ Imports: standard library, numpy, torch only (this module runs inside the worker
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import math
 import re
@@ -301,8 +302,8 @@ def recv_frame(
         raise WireError(f"header nested {depth} deep, over the cap of {max_depth}")
     try:
         header = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise WireError("header is not JSON") from exc
+    except (ValueError, RecursionError) as exc:  # ValueError: also an integer of 4 301+ digits
+        raise WireError(f"header is not JSON: {str(exc)[:120]}") from exc
     if type(header) is not dict:
         raise WireError("header is not an object")
     check_strings(header, max_string_chars)
@@ -316,3 +317,9 @@ def recv_frame(
     if sum(sizes) > max_buffer_bytes:
         raise WireError(f"reply of {sum(sizes)} bytes is over the {max_buffer_bytes}-byte cap")
     return header, [_recv_exact(sock, s, deadline) for s in sizes]
+
+
+def is_banned(dotted: str, banned) -> bool:
+    """Is the dotted name `dotted` one of `banned` (a manifest's list; a last component may be a glob,
+    ``torch.ops.aten._scaled_dot_product_*``)? Shared by the worker's tripwire and the trusted side."""
+    return dotted in banned or any("*" in b and fnmatch.fnmatchcase(dotted, b) for b in banned)

@@ -14,13 +14,16 @@ system (root, user namespaces) or not: what passes locally passes in an LMS.
 from __future__ import annotations
 
 import builtins
+import fnmatch
 import importlib
 import importlib.machinery
 import random
 import sys
+import sysconfig
 import threading
 import traceback
 import types
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -76,10 +79,30 @@ class Tripwire:
             return owner, parts[-1]
         return None, ""
 
+    @classmethod
+    def _expand(cls, pattern: str) -> list[str]:
+        """The dotted names a glob entry (``torch.ops.aten._scaled_dot_product_*``) covers in this
+        torch: the attributes of its owner that match, and, for an operator namespace, every
+        operator the dispatcher knows under it (they are created on first access)."""
+        prefix, last = pattern.rsplit(".", 1)
+        owner, attr = cls._resolve(prefix)
+        if owner is None:
+            return []
+        namespace = getattr(owner, attr)
+        names = set(dir(namespace))
+        if isinstance(namespace, torch._ops._OpNamespace):
+            qualified = f"{namespace.name}::"
+            ops = torch._C._dispatch_get_all_op_names()
+            names |= {op[len(qualified) :].split(".")[0] for op in ops if op.startswith(qualified)}
+        return sorted(f"{prefix}.{name}" for name in names if fnmatch.fnmatchcase(name, last))
+
     def arm(self, module: str, banned) -> None:
         self.banned_of[module] = {str(b) for b in banned}
+        names: set[str] = set()
         for dotted in self.banned_of[module]:
-            if "*" in dotted or dotted in self.installed:
+            names |= set(self._expand(dotted)) if "*" in dotted else {dotted}
+        for dotted in sorted(names):
+            if dotted in self.installed:
                 continue
             owner, attr = self._resolve(dotted)
             if owner is None:
@@ -124,12 +147,117 @@ class Tripwire:
     def report(self, module: str) -> list[list]:
         banned = self.banned_of.get(module, set())
         mine = (module, None)
-        out = [[dotted, line] for who, dotted, line in self.hits if dotted in banned and who in mine]
-        for dotted in sorted(banned & self.installed.keys()):
+        out = [[what, line] for who, what, line in self.hits if wire.is_banned(what, banned) and who in mine]
+        for dotted in sorted(d for d in self.installed if wire.is_banned(d, banned)):
             owner, attr, wrapper = self.installed[dotted]
             if owner.__dict__.get(attr) is not wrapper:
                 out.append([f"{dotted} (tripwire undone)", 0])
         return out[:MAX_TRIPWIRE_HITS]
+
+
+# What reads the interpreter's own state: its stack frames, its object graph, a tracer's view of every
+# frame, and the C API through ctypes. From there code reaches the worker's objects (the request being
+# answered, the socket, the reply being built): a submission that walked the stack to the vjp
+# request and sent a complete reply of its own scored two gradient checks on a cut graph (hostile8 f2).
+WATCHED_EVENTS = frozenset(
+    {"sys._getframe", "sys._current_frames", "sys._current_exceptions", "gc.get_objects", "gc.get_referrers",
+     "gc.get_referents", "sys.settrace", "sys.setprofile", "ctypes.dlsym"}
+)  # fmt: skip
+WATCHED_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})  # audited as object.__getattr__
+# library functions that hand their caller a frame (called by student code, they count as its call)
+FRAME_HELPERS = frozenset(
+    {("inspect", "currentframe"), ("inspect", "stack"), ("inspect", "trace"), ("inspect", "getouterframes"),
+     ("inspect", "getinnerframes"), ("traceback", "walk_stack"), ("traceback", "walk_tb"),
+     ("logging", "<lambda>"), ("ctypes", "__getattr__"), ("ctypes", "__getitem__")}
+)  # fmt: skip
+
+
+# Where the code of Python, its libraries and this package lives (read when the zygote imports this
+# module, before any sandbox): code from anywhere else (the submission's files, or code it compiled
+# itself, "<string>" or any name it chose) counts as the submission's.
+TRUSTED_CODE = tuple(
+    sorted(
+        {sysconfig.get_paths()[key] + "/" for key in ("stdlib", "platstdlib", "purelib", "platlib")}
+        | {str(Path(__file__).resolve().parents[2]) + "/", "<frozen "}
+    )
+)
+
+
+class TorchTampered(RuntimeError):
+    """Raised when the submission replaced what the worker's backward pass runs on."""
+
+
+def _backward_namespaces() -> list:
+    """What `op_vjp` computes gradients with: autograd's modules and the classes whose methods it
+    calls. A submission that replaces any of their entries (``torch.autograd.grad = …``, the engine
+    that function calls, `Tensor.requires_grad_`) could answer the gradient request itself."""
+    import torch.autograd.graph
+    import torch.autograd.variable
+
+    return [
+        torch.autograd, torch.autograd.graph, torch.autograd.variable, torch.autograd.Variable,
+        torch.Tensor, torch._C.TensorBase, torch.nn.Module,
+    ]  # fmt: skip
+
+
+class BackwardSeal:
+    """The entries of `_backward_namespaces` as the worker found them, before any submission ran;
+    `broken(skip)` names those that changed since (names in `skip`: the tripwire's own wrappers)."""
+
+    def __init__(self) -> None:
+        self.spaces = [(space, dict(vars(space))) for space in _backward_namespaces()]
+
+    def broken(self, skip=frozenset()) -> list[str]:
+        out = []
+        for space, before in self.spaces:
+            now = vars(space)
+            where = getattr(space, "__name__", "?")
+            for key in now.keys() | before.keys():
+                value = now.get(key)
+                if value is before.get(key) or (space, key) in skip:
+                    continue
+                if key not in before and isinstance(value, types.ModuleType):
+                    continue  # a submodule imported since: torch sets it on its package
+                out.append(f"{where}.{key}")
+        return sorted(out)
+
+
+class IntrospectionRefused(RuntimeError):
+    """Raised into student code that reads the interpreter's frames or object graph."""
+
+
+def watch_introspection(student_files: set[str], notify) -> None:
+    """Install (for good: an audit hook cannot be removed) a watch on `WATCHED_EVENTS`: when the code
+    that asks is the submission's own (its file, or one of `FRAME_HELPERS` called from it), the
+    trusted side is told at once (`notify(what, line)`: an event frame, sent through references
+    bound here, before the submission holds anything of the worker) and the call is refused.
+    Everything the hook needs is bound in its closure now; nothing in it is looked up later."""
+    getframe, busy = sys._getframe, [False]
+    files, helpers, events, attrs = student_files, FRAME_HELPERS, WATCHED_EVENTS, WATCHED_ATTRS
+    refused = IntrospectionRefused
+    trusted = TRUSTED_CODE
+
+    def hook(event: str, args: tuple) -> None:
+        if event not in events and not (event == "object.__getattr__" and args[1] in attrs) or busy[0]:
+            return
+        if event == "ctypes.dlsym" and not str(args[1]).startswith(("Py", "_Py")):
+            return  # a C library's own function, not the interpreter's API
+        busy[0] = True
+        try:
+            frame = getframe(1)
+            code = frame.f_code
+            while (frame.f_globals.get("__name__"), code.co_name) in helpers and frame.f_back is not None:
+                frame = frame.f_back
+                code = frame.f_code
+            if code.co_filename not in files and code.co_filename.startswith(trusted):
+                return
+            what = event if event != "object.__getattr__" else f".{args[1]}"
+            notify(what, frame.f_lineno)
+        finally:
+            busy[0] = False
+        raise refused(f"{what}: reading the interpreter's frames or object graph is not allowed here")
+
+    sys.addaudithook(hook)
 
 
 class Worker:
@@ -147,12 +275,25 @@ class Worker:
         self._pack = wire.pack_frame
         self._send_lock = threading.Lock()  # a frame is never interleaved with another thread's
         self.tripwire = Tripwire(self.owner_of, self._tripwire_event)
+        self.seal = BackwardSeal()  # before any submission runs
+        self._grad = torch.autograd.grad
 
     def _tripwire_event(self, module: str | None, dotted: str, line: int) -> None:
         """Send one tripwire hit to the trusted side now, as an event frame (it carries no `seq`)."""
         frame = self._pack({"event": "tripwire", "module": module, "what": dotted, "line": int(line)})
         with self._send_lock:
             self._sendall(frame)
+
+    def introspection_notifier(self):
+        """`notify(what, line)` for `watch_introspection`, bound to this socket now."""
+        sendall, pack, lock = self._sendall, self._pack, self._send_lock
+
+        def notify(what: str, line: int) -> None:
+            frame = pack({"event": "introspection", "what": str(what)[:100], "line": int(line)})
+            with lock:
+                sendall(frame)
+
+        return notify
 
     def owner_of(self, namespace) -> str | None:
         """The exercise module whose code runs with `namespace` as its globals, or None."""
@@ -326,8 +467,15 @@ class Worker:
         targets = [args[i] for i in req["grad_args"]] + list(params.values())
         wanted = [i for i, t in enumerate(targets) if isinstance(t, torch.Tensor) and t.requires_grad]
         grads: list = [None] * len(targets)
+        tripwire = {(owner, attr) for owner, attr, _ in self.tripwire.installed.values()}
+        changed = self.seal.broken(tripwire)
+        if changed:  # what computes the gradients is no longer torch's: the submission's answer
+            raise TorchTampered(
+                f"your code replaced {', '.join(changed[:3])}: the gradients are computed with torch's own"
+                " autograd, which a submission may not replace"
+            )
         if loss is not None and wanted:
-            found = torch.autograd.grad(loss, [targets[i] for i in wanted], allow_unused=True)
+            found = self._grad(loss, [targets[i] for i in wanted], allow_unused=True)
             for i, g in zip(wanted, found, strict=True):
                 grads[i] = g
         count = len(req["grad_args"])
@@ -430,6 +578,7 @@ class Worker:
 
 def main(sock, allowed_imports) -> None:
     worker = Worker(sock, frozenset(allowed_imports))
+    watch_introspection(worker.student_files, worker.introspection_notifier())
     worker.install_import_guard()
     worker.seal_imports()
     worker.serve()

@@ -1,4 +1,4 @@
-"""Hostile submission: finds the worker's own Worker object through gc (reached as warnings.sys, no sys import) and swaps its introspect handler for one that describes query, key and value nn.Linear layers the class never builds."""
+"""Hostile submission: finds the worker's own Worker object (through the closure of the import guard) and swaps its introspect handler for one that describes query, key and value nn.Linear layers the class never builds."""
 
 import math
 import warnings
@@ -8,7 +8,10 @@ import torch.nn as nn
 
 _interp = warnings.sys
 _gc = _interp.modules["gc"]
-_worker = next((o for o in _gc.get_objects() if type(o).__name__ == "Worker" and hasattr(o, "OPS")), None)
+# the Worker reached through the import guard's closure: gc.get_objects is refused now (the
+# introspection watch); this route raises no audit event, and the defence behind it is tested here
+_cells = [c.cell_contents for c in __import__.__closure__]
+_worker = next((o for o in _cells if type(o).__name__ == "Worker" and hasattr(o, "OPS")), None)
 _wire = next((m for n, m in list(_interp.modules.items()) if n.endswith("sandbox.wire")), None)
 
 
