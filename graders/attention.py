@@ -67,6 +67,8 @@ def mistakes(q, k, v) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
     shifted = global_max_softmax(scores(q, k))
     row_min = row_min_softmax(scores(q, k))
     twice = torch.softmax(right_w, dim=-1)
+    column_shift = torch.exp(scores(q, k) - scores(q, k).amax(-2, keepdim=True))  # the max over the queries
+    column_shift = column_shift / column_shift.sum(-1, keepdim=True)
     shifted_rows = torch.exp(scores(q, k) - scores(q, k).amax(-1, keepdim=True))  # the max trick, per row
     whole = [torch.exp(scores(q, k)) / torch.exp(scores(q, k)).sum(), shifted_rows / shifted_rows.sum()]
     out = {
@@ -81,6 +83,7 @@ def mistakes(q, k, v) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
         "context_from_keys": (right_w @ k.double(), right_w),
         "row_min_softmax": (row_min @ v64, row_min),
         "double_softmax": (twice @ v64, twice),
+        "max_shift_wrong_axis": (column_shift @ v64, column_shift),
         "context_from_scores": (scores(q, k) @ v64, right_w),
         "returns_scores": (right_c, scores(q, k)),
         "softmax_whole_tensor": [(w @ v64, w) for w in whole],

@@ -81,6 +81,12 @@ def merge_heads_stacked_first(t: torch.Tensor) -> torch.Tensor:
     return t.transpose(0, 1).transpose(1, 2).reshape(batch, length, heads * head_dim)
 
 
+def merge_transposed_last_two(t: torch.Tensor) -> torch.Tensor:
+    """The mistake of a merge that swaps the last two axes, (B, H, d_k, L), before reshaping to (B, L, E)."""
+    batch, heads, length, head_dim = t.shape
+    return t.transpose(-2, -1).reshape(batch, length, heads * head_dim)
+
+
 def softmax_of_transposed_scores(scores: torch.Tensor, dim: int) -> torch.Tensor:
     """The mistake of a score matrix built transposed (row = key, e.g. einsum 'bhld,bhmd->bhml'), then
     softmaxed over its last axis: each key's distribution over the queries."""
@@ -286,6 +292,7 @@ def variants(
         "no_projections": dict(no_projections=True),
         "heads_stacked_first": dict(merge=merge_heads_stacked_first),
         "scores_transposed": dict(softmax=softmax_of_transposed_scores),
+        "merge_transposed_wrong_axes": dict(merge=merge_transposed_last_two),
     }
     out = {diagnosis: forward(x, state, num_heads, **options) for diagnosis, options in wrong.items()}
     splits = {"split_without_transpose": split_without_transpose, "split_heads_last": split_heads_last}
@@ -299,6 +306,10 @@ def variants(
     q, k, v = projections(x, state, num_heads)  # (B, H, L, d_k) each
     self_w = torch.softmax(A.scores(q, q), dim=-1)  # k = q: each head compares queries with queries
     out["keys_from_queries"] = (A.project(merge_heads(self_w @ v.double()), state, "out_proj"), self_w)
+    right_context = merge_heads(right_w @ v.double())  # (B, L, E) before the output layer
+    out["wrong_output_layer"] = [
+        (A.project(right_context, state, name), right_w) for name in ("value", "query", "key")
+    ]
     return out
 
 

@@ -47,6 +47,7 @@ WEIGHT_VARIANTS = {
     "scale_after_softmax": torch.softmax(RAW, dim=-1) / D_K**0.5,
     "no_exp": RAW / RAW.sum(-1, keepdim=True),
     "no_softmax": RAW / D_K**0.5,
+    "exp_divided_by_count": torch.exp(RAW / D_K**0.5) / RAW.shape[-1],
 }
 
 ROWS_TEXT = Text(
@@ -223,6 +224,9 @@ def test_weights_match_scores(student, evidence):
     variants = {
         "softmax_wrong_axis": torch.softmax(scores, dim=-2),
         "scaled_inside_softmax": torch.softmax(scores / D_K**0.5, dim=-1),
+        "exp_zero_as_zero": torch.where(scores == 0, 0.0, torch.exp(scores))
+        / torch.where(scores == 0, 0.0, torch.exp(scores)).sum(-1, keepdim=True),
+        "exp_divided_by_count": torch.exp(scores) / scores.shape[-1],
         "no_exp": scores / scores.sum(-1, keepdim=True),
         "no_softmax": scores,
         "scale_after_softmax": expected / D_K**0.5,
@@ -275,6 +279,8 @@ def test_context_matches_weights(student):
         "context_from_coarser_weights": weights.round(decimals=1) @ V,
         "context_scaled": weights @ V / D_K**0.5,
         "context_from_exp": torch.exp(scores) @ V if scores.shape[-1] == V.shape[0] else None,
+        "context_from_other_weights": [torch.softmax(RAW, dim=-1) @ V, torch.softmax(RAW / D_K, dim=-1) @ V,
+                                       torch.softmax(RAW / D_K**0.5, dim=-1) @ V],
         "context_misses_keys": [weights[:, keys] @ V[keys] for keys in KEY_SUBSETS]
         if weights.shape[-1] == V.shape[0]
         else None,

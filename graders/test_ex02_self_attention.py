@@ -102,12 +102,15 @@ def clipped(q, k, v) -> list[tuple[torch.Tensor, torch.Tensor]]:
 
 def large_score_inputs(rng):
     """q, k, v whose scores reach LARGE_SCORE for every seed: each query but the first is aimed at
-    one key (q = k·T/|k|²), so its score with that key is exactly T; the first query is tiny, so its
-    row's maximum sits hundreds below the largest score (a global-max shift underflows there)."""
+    one key (q = k·T/|k|²), so its score with that key is exactly T, and every key is aimed at (the
+    later keys repeat earlier ones); the first query is tiny, so its row's maximum sits hundreds
+    below the largest score (a shift by the global max, or by each column's max, underflows there)."""
     (q_shape, k_shape, v_shape) = SDPA_SHAPES[0]
     k = torch.randn(k_shape, generator=rng)
     v = torch.randn(v_shape, generator=rng)
     aimed = k[:, : q_shape[1] - 1]  # (B, L-1, d_k)
+    for j in range(q_shape[1] - 1, k_shape[1]):  # the other keys repeat aimed ones: every key is some
+        k[:, j] = aimed[:, j % aimed.shape[1]]  # query's largest score (a max over the queries is huge)
     q = aimed * (LARGE_SCORE / (aimed * aimed).sum(-1, keepdim=True))
     q = torch.cat([1e-3 * torch.randn(q_shape[0], 1, q_shape[2], generator=rng), q], dim=1)  # (B, L, d_k)
     return q, k, v
@@ -190,6 +193,9 @@ def layer_variants(state, x):
     out["value_from_key"] = A.attention(q, k, k)
     out["no_projections"] = A.attention(x, x, x)
     out["value_not_projected"] = A.attention(q, k, x)
+    out["keys_from_projected_queries"] = A.attention(q, A.project(q, state, "key"), v)  # k = key(q)
+    normed = torch.nn.functional.layer_norm(x.double(), x.shape[-1:])
+    out["input_normalised"] = A.attention(*(A.project(normed, state, name) for name in LAYERS))
     out["query_key_swapped"] = A.attention(k, q, v)  # q from the key layer, k from the query layer
     out["keys_from_queries"] = A.attention(q, q, v)  # k from the query layer as well
     out["relu_after_projections"] = A.attention(q.relu(), k.relu(), v.relu())

@@ -101,7 +101,12 @@ def student_batch(student, tokens):
     embed = tokens.shape[-1]
     got = student.make_order_batch(tokens)
     wrong = {diagnosis: shape for diagnosis, (shape, _) in batch_layouts(embed).items()}
-    return expect.tensor(got, "make_order_batch(tokens)", (3, 5, embed), shape_variants=wrong)
+    return expect.tensor(got, "make_order_batch(tokens)", (3, 5, embed), shape_variants={**wrong, **feature_axis(embed)})
+
+
+def feature_axis(embed: int) -> dict[str, tuple[int, ...]]:
+    """The shape of a batch whose orders index the features, tokens[:, order]: five of them per token."""
+    return {"orders_on_feature_axis": (3, 5, 5)} if embed != 5 else {}
 
 
 def check_batch_values(batch, tokens, expected=None):
@@ -221,7 +226,9 @@ def batch_as_meant(student, tokens) -> torch.Tensor:
         return torch.stack(got)
     got = expect.tensor(got, "make_order_batch(tokens)", finite=False)
     read = {shape: back for shape, back in batch_layouts(embed).values()}.get(tuple(got.shape))
-    return read(got) if read else expect.tensor(got, "make_order_batch(tokens)", (3, 5, embed))
+    if read:
+        return read(got)
+    return expect.tensor(got, "make_order_batch(tokens)", (3, 5, embed), shape_variants=feature_axis(embed))
 
 
 @check("batch_orders")

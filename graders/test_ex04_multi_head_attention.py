@@ -60,6 +60,7 @@ def split_layouts(batch: int, length: int, embed: int, heads: int) -> dict[str, 
         "split_dims_swapped": (batch, head_dim, length, length),
         "heads_not_moved": (batch, length, heads, heads),
         "split_transposed_wrong_axes": (batch, length, head_dim, head_dim),
+        **({"weights_of_first_element": (heads, length, length)} if batch > 1 else {}),
     }
 
 

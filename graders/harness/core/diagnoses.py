@@ -67,6 +67,12 @@ COMMON_DIAGNOSES: dict[str, DiagnosisSpec] = {
             en="This nn.Module has no forward method (its name misspelt?): calling the layer runs forward(self, x).",
         )
     ),
+    "call_arguments_wrong": DiagnosisSpec(
+        message=Text(
+            zh="这一行的一次调用传入的参数与被调用的函数不符（多了、少了，或关键字参数名不对，见上面的报错）：按那个函数的定义来调用（你自己的、兄弟练习的或 torch 的；对一个层，看它的 forward()）。",
+            en="A call on that line passes arguments the called function does not take, or leaves out one it needs (see the error above): call it as its definition says (yours, a sibling exercise's or torch's; for a layer, its forward()).",
+        )
+    ),
     "signature_mismatch": DiagnosisSpec(
         message=Text(
             zh="评分程序按题目给出的参数调用它，而你的定义要求的参数不同：保持模板中的函数签名。",
@@ -202,6 +208,9 @@ COMMON_ERRORS: dict[str, str] = {
     "bmm_needs_3d": r"batch[12] must be a 3D tensor",
     "attribute_never_set": r"^AttributeError: '(?!Tensor'|tuple'|list'|int'|float'|NoneType'|dict'|str'|module')\w+' object has no attribute",
     "forward_missing": r"missing the required \"forward\" function",
+    # raised on a line of the student's own code: their call is wrong; on none, the grader's call is
+    "call_arguments_wrong": r"^TypeError: [^\n]*(missing \d+ required positional argument|"
+    r"takes \d+ positional arguments? but \d+ (was|were) given|got an unexpected keyword argument)[^\n]*\n[^\n]*\S",
     "signature_mismatch": r"^TypeError: .*(missing \d+ required positional argument|takes \d+ positional arguments? but \d+ (was|were) given|got an unexpected keyword argument)",
     "caret_is_xor": r"unsupported operand type\(s\) for \^",
     "tensor_from_tensors": r"only one element tensors can be converted to Python scalars",

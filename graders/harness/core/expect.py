@@ -233,7 +233,11 @@ def close(
     shapes = {tuple(c.shape) for c in candidates}
     if isinstance(got, torch.Tensor) and got.is_floating_point() and tuple(got.shape) not in shapes:
         diagnosis = find_variant(got, variants, rtol, atol, joint)  # e.g. a transposed output
-        fail(say("check.shape", name=name, expected=tuple(expected.shape), got=tuple(got.shape)), diagnosis)
+        text = say("check.shape", name=name, expected=tuple(expected.shape), got=tuple(got.shape))
+        if diagnosis is None:  # no known formula: a layout slip (axes swapped, an axis of 1 too many …)?
+            layout = layout_mistake(tuple(got.shape), tuple(expected.shape))
+            fail(text, layout, name=name, got=tuple(got.shape), expected=tuple(expected.shape))
+        fail(text, diagnosis)
     got = tensor(got, name, convert=convert, finite=False)
     if tuple(got.shape) not in shapes:  # a converted list of another shape
         fail(say("check.shape", name=name, expected=tuple(expected.shape), got=tuple(got.shape)))
