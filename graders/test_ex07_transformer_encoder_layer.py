@@ -54,6 +54,10 @@ NOT_EX04_TEXT = Text(
     zh="self_attn 应是从 ex04_multi_head_attention 导入的 SimpleMultiHeadAttention，实际是 {got}。",
     en="self_attn should be the SimpleMultiHeadAttention imported from ex04_multi_head_attention; it is {got}.",
 )
+NORM_KIND_TEXT = Text(
+    zh="norm1 和 norm2 应像 nn.TransformerEncoderLayer 那样是 nn.LayerNorm(d_model)；实际：{got}。",
+    en="norm1 and norm2 should be nn.LayerNorm(d_model), as in nn.TransformerEncoderLayer; got {got}.",
+)
 PAIR_TEXT = Text(
     zh="forward(x) 返回了 {count} 个值；编码器层只返回一个 (B, L, E) 的张量。",
     en="forward(x) returned {count} values; the encoder layer returns one (B, L, E) tensor.",
@@ -157,6 +161,11 @@ def test_enc_structure(student):
     no_affine = no_affine and {name.rsplit(".", 1)[0] for name in missing} <= set(modules)
     diagnosis = "ff_sizes_wrong" if ff_sizes else "norm_without_affine" if no_affine else None
     expect.true(info.get("is_nn_module", False) and not missing, text, diagnosis)
+    # a norm of another kind with LayerNorm's parameter shapes (BatchNorm1d(d_model): statistics per feature)
+    other = {name: modules[name][0] for name in ("norm1", "norm2") if name in modules}
+    other = {name: kind for name, kind in other.items() if kind.startswith(("BatchNorm", "InstanceNorm"))}
+    got = ", ".join(f"{name} = {kind}" for name, kind in other.items())
+    expect.true(not other, NORM_KIND_TEXT.format(got=got), "norm_not_layer_norm")
 
 
 @check("enc_shapes")
