@@ -33,11 +33,12 @@ class SimpleMultiHeadAttention(nn.Module):
 
     def __init__(self, embed_dim, num_heads):  # the names of exercise 4's template: keywords work too
         super().__init__()
-        if embed_dim % num_heads:
-            raise ValueError(f"{embed_dim} features cannot be cut into {num_heads} heads")
-        self.heads = num_heads
-        self.query, self.key = nn.Linear(embed_dim, embed_dim), nn.Linear(embed_dim, embed_dim)
-        self.value, self.out_proj = nn.Linear(embed_dim, embed_dim), nn.Linear(embed_dim, embed_dim)
+        width, heads = embed_dim, num_heads
+        if width % heads:
+            raise ValueError(f"{width} features cannot be cut into {heads} heads")
+        self.heads = heads
+        self.query, self.key = nn.Linear(width, width), nn.Linear(width, width)
+        self.value, self.out_proj = nn.Linear(width, width), nn.Linear(width, width)
 
     def forward(self, x):
         b, n, e = x.shape
