@@ -31,8 +31,9 @@ from torch import nn
 class SimpleMultiHeadAttention(nn.Module):
     """Exercise 4 as the grader of exercise 7 uses it (weights per head are returned too)."""
 
-    def __init__(self, width, heads):
+    def __init__(self, embed_dim, num_heads):  # the names of exercise 4's template: keywords work too
         super().__init__()
+        width, heads = embed_dim, num_heads
         if width % heads:
             raise ValueError(f"{width} features cannot be cut into {heads} heads")
         self.heads = heads
@@ -79,8 +80,15 @@ def random_state(embed: int, ff: int, rng: torch.Generator) -> dict[str, torch.T
 # ---------------------------------------------------------------- the formula and torch's oracle
 
 
-def _norm(z: torch.Tensor, state: dict, name: str) -> torch.Tensor:
+def _norm_of(z: torch.Tensor, state: dict, name: str, kind: str = "layer") -> torch.Tensor:
+    """LayerNorm `name` with its weights; `kind` "no_affine": without weight and bias; "per_feature":
+    a norm that does not normalise the token (a BatchNorm in eval mode at its initial running
+    statistics, mean 0 and variance 1): each feature only scaled and shifted."""
     weight, bias = state[f"{name}.weight"].double(), state[f"{name}.bias"].double()
+    if kind == "no_affine":
+        return F.layer_norm(z.double(), (z.shape[-1],), None, None, 1e-5)
+    if kind == "per_feature":
+        return z.double() / math.sqrt(1 + 1e-5) * weight + bias
     return F.layer_norm(z.double(), (z.shape[-1],), weight, bias, 1e-5)
 
 
@@ -106,6 +114,7 @@ def forward(
     first_norm: str | None = "norm1",
     activation_at: str = "inner",
     discarded: str = "",
+    norm_kind: str = "layer",
 ) -> torch.Tensor:
     """The layer's output in float64 (eval mode: no dropout); the keywords reproduce mistakes:
     `norm_first` (pre-norm), another `activation`, a residual left out, `second_norm` "norm1"
@@ -116,7 +125,12 @@ def forward(
     `first_norm` None (no norm after the attention) or "norm2" (with `second_norm` "norm1": the two
     norms swapped), the activation after linear2 (`activation_at` "outer") or after both linears
     ("both"), or one sub-layer's result computed and never used (`discarded` "ff": the layer
-    returns h; "attention": h is x)."""
+    returns h; "attention": h is x), `ff_residual_from` "sum" (the second residual adds x + attention,
+    the sum before norm1), or both norms of another `norm_kind` (see `_norm_of`)."""
+
+    def _norm(z, state, name):
+        return _norm_of(z, state, name, norm_kind)
+
     mha_state = {k.removeprefix("self_attn."): v for k, v in state.items() if k.startswith("self_attn.")}
 
     def attention(t):
@@ -140,12 +154,14 @@ def forward(
             return h + _norm(feed_forward(h), state, "norm2")
         return _norm(h + feed_forward(h), state, "norm2")
     h = (x if attention_residual else 0) + attended  # (B, L, E)
+    summed = h
     h = _norm(h, state, first_norm) if first_norm else h
     if discarded == "ff":
         return h
     h = x if discarded == "attention" else h
     fed = attended if ff_input == "attention" else h
-    z = ((x if ff_residual_from == "x" else h) if ff_residual else 0) + feed_forward(fed)  # (B, L, E)
+    residual = {"x": x, "sum": summed}.get(ff_residual_from, h)
+    z = (residual if ff_residual else 0) + feed_forward(fed)  # (B, L, E)
     return _norm(z, state, second_norm) if second_norm else z
 
 
@@ -194,6 +210,9 @@ def variants(x: torch.Tensor, state: dict[str, torch.Tensor], heads: int) -> dic
         "norm_inside_residual": [dict(norm_inside="both"), dict(norm_inside="first")],
         "ff_result_discarded": dict(discarded="ff"),
         "attention_result_discarded": dict(discarded="attention"),
+        "ff_residual_unnormalised": dict(ff_residual_from="sum"),
+        "norm_not_layer_norm": dict(norm_kind="per_feature"),
+        "norm_without_affine": dict(norm_kind="no_affine"),
     }
     return {
         diagnosis: [forward(x, state, heads, **o) for o in options]

@@ -30,6 +30,9 @@ KNOWN_ERRORS = {
     "mha_args_swapped": r"^ValueError: \d+ features cannot be cut into \d+ heads",  # the stand-in exercise 4's check
     "mha_pair_not_unpacked": r"unsupported operand type\(s\) for \+: 'Tensor' and 'tuple'|'tuple' object has no attribute|must be Tensor, not tuple",
     "ff_sizes_wrong": r"size mismatch for linear[12]\.",  # the grader's weights do not fit the student's linears
+    # exercise 4's layer called or built as nn.MultiheadAttention is (the stand-in takes its template's arguments)
+    "mha_called_with_wrong_arguments": r"^TypeError: SimpleMultiHeadAttention\.forward\(\)",
+    "mha_built_with_wrong_arguments": r"^TypeError: SimpleMultiHeadAttention\.__init__\(\)",
 }  # fmt: skip
 SITES = {  # probe -> (where, in en and zh; share zeroed; scale of what is kept)
     "attention": ("after the attention (dropout1)", "注意力之后（dropout1）", P, 1 / (1 - P)),
@@ -50,6 +53,10 @@ STRUCTURE_TEXT = Text(
 NOT_EX04_TEXT = Text(
     zh="self_attn 应是从 ex04_multi_head_attention 导入的 SimpleMultiHeadAttention，实际是 {got}。",
     en="self_attn should be the SimpleMultiHeadAttention imported from ex04_multi_head_attention; it is {got}.",
+)
+NORM_KIND_TEXT = Text(
+    zh="norm1 和 norm2 应像 nn.TransformerEncoderLayer 那样是 nn.LayerNorm(d_model)；实际：{got}。",
+    en="norm1 and norm2 should be nn.LayerNorm(d_model), as in nn.TransformerEncoderLayer; got {got}.",
 )
 PAIR_TEXT = Text(
     zh="forward(x) 返回了 {count} 个值；编码器层只返回一个 (B, L, E) 的张量。",
@@ -149,7 +156,16 @@ def test_enc_structure(student):
     # linear1 and linear2 built, with other sizes (their arguments swapped, dim_feedforward ignored)
     ff_sizes = bool(missing) and all(n.split(".")[0] in {"linear1", "linear2"} for n in missing)
     ff_sizes = ff_sizes and {"linear1", "linear2"} <= set(info["linear"])
-    expect.true(info.get("is_nn_module", False) and not missing, text, "ff_sizes_wrong" if ff_sizes else None)
+    # norm1 and norm2 there, without their weight and bias (LayerNorm(d_model, elementwise_affine=False))
+    no_affine = bool(missing) and set(missing) <= {f"norm{i}.{p}" for i in (1, 2) for p in ("weight", "bias")}
+    no_affine = no_affine and {name.rsplit(".", 1)[0] for name in missing} <= set(modules)
+    diagnosis = "ff_sizes_wrong" if ff_sizes else "norm_without_affine" if no_affine else None
+    expect.true(info.get("is_nn_module", False) and not missing, text, diagnosis)
+    # a norm of another kind with LayerNorm's parameter shapes (BatchNorm1d(d_model): statistics per feature)
+    other = {name: modules[name][0] for name in ("norm1", "norm2") if name in modules}
+    other = {name: kind for name, kind in other.items() if kind.startswith(("BatchNorm", "InstanceNorm"))}
+    got = ", ".join(f"{name} = {kind}" for name, kind in other.items())
+    expect.true(not other, NORM_KIND_TEXT.format(got=got), "norm_not_layer_norm")
 
 
 @check("enc_shapes")

@@ -16,12 +16,14 @@ from graders.harness import Text, check
 from graders.harness.core import expect
 from graders.harness.core.i18n import say
 
-# (B, L, d_model, d_k)
-CONFIGS = [(2, 7, 12, 5), (3, 4, 10, 6)]
+# (B, L, d_model, d_k); the first of each list has d_model // 8 ≥ 3 and ∉ {B, L, d_k}: a d_k taken as
+# d_model // 8 ("the paper's 8 heads") is then neither the right scale nor no scale at all, nor another mistake's
+CONFIGS = [(2, 7, 28, 5), (3, 4, 10, 6)]
 HIDDEN_CONFIGS = [
-    (2, 5, 11, 3),
+    (2, 5, 35, 3),
     (2, 3, 16, 7),
 ]  # √d_model ≠ d_k: √9 = 3 would hide a division by d_k; B = 1 would hide len(k)
+PAPER_HEADS = 8  # d_k = d_model / h with the paper's h = 8: a d_k that is not the constructor's
 LAYERS = ["W_q", "W_k", "W_v"]
 WIDER = 4  # the widened layer's d_k, in multiples of d_k: its scale is half as large
 BOOST = 16  # queries scaled up when halving them changes nothing (scores rounded with //, all small)
@@ -30,6 +32,12 @@ KNOWN_ERRORS = {
     "dk_undefined": r"name 'd_k' is not defined",
     "torch_sqrt_of_int": r"sqrt\(\): argument 'input' \(position 1\) must be Tensor",
     "projections_changed": r"size mismatch for W_[qkv]\.",  # the grader's weights do not fit them
+    "mm_needs_2d": r"self must be a matrix|mat2 must be a matrix|matrices expected",  # torch.mm on (B, L, d)
+    "dtype_changed": r"same dtype, but got (Double|Half|BFloat16) and Float|same dtype, but got Float and (Double|Half|BFloat16)|"
+    r"expected scalar type (Float but found (Double|Half|BFloat16)|(Double|Half|BFloat16) but found Float)",
+    # the scores' product taken with the input x (d_model features) where the keys k (d_k) belong
+    "keys_from_input": r"(?s)(Expected size for first two dimensions of batch2 tensor|mat1 and mat2 shapes cannot be"
+    r" multiplied|must match the size of tensor b).*\n[^\n]*(matmul|@|bmm|einsum)[^\n]*\bx\s*\.\s*(transpose|permute|mT\b|T\b)",
 }
 SCALE_MISTAKES = [
     "scale_uses_batch",
@@ -39,6 +47,7 @@ SCALE_MISTAKES = [
     "divide_by_dk",
     "scale_after_softmax",
     "power_precedence",
+    "dk_from_d_model",
 ]
 
 LAYERS_TEXT = Text(
@@ -117,6 +126,11 @@ def variants(x, state, d_k=None) -> dict:
         "no_scaling": formula(x, state, scale=1.0),
         "divide_by_dk": formula(x, state, scale=1 / d_k),
         "power_precedence": [formula(x, state, scale=s) for s in (2 / d_k, 1 / (2 * d_k))],  # d_k ** 1/2
+        "dk_from_d_model": [  # d_model // 8 or d_model / 8 in place of the constructor's d_k
+            formula(x, state, scale=1 / math.sqrt(dk))
+            for dk in (d_model // PAPER_HEADS, d_model / PAPER_HEADS)
+            if dk >= 1 and dk != d_k
+        ],
         "scale_after_softmax": formula(x, state, scaled_after=True),  # the weights or the context
         "softmax_wrong_axis": [formula(x, state, softmax_dim=dim) for dim in (-2, 0)],
         "value_from_key": [formula(x, state, value=name) for name in ("W_k", "W_q")],
@@ -125,7 +139,20 @@ def variants(x, state, d_k=None) -> dict:
         "projections_changed": formula(
             x, {k: v if k.endswith(".weight") else 0 * v for k, v in state.items()}
         ),
+        "loop_skips_rows": lambda: skipped_rows(formula(x, state)),
     }
+
+
+def skipped_rows(context: torch.Tensor) -> list[torch.Tensor]:
+    """The context of a loop over the batch (or over the queries) that stops one early or starts one
+    late, leaving that batch element (or query position) at the zeros it was filled with."""
+    out = []
+    for axis in (0, 1):
+        for index in (-1, 0):
+            wrong = context.clone()
+            wrong.select(axis, index).zero_()
+            out.append(wrong)
+    return out
 
 
 def scale_estimator(x, state, d_k=None):

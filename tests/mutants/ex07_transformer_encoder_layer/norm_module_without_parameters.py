@@ -1,0 +1,30 @@
+"""An encoder layer written by a student (a known mistake, see mutants.toml)."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from ex04_multi_head_attention import SimpleMultiHeadAttention
+
+
+class Normalise(nn.Module):
+    """(x - mean) / std over the features."""
+
+    def forward(self, t):
+        mean = t.mean(-1, keepdim=True)
+        var = t.var(-1, keepdim=True, unbiased=False)
+        return (t - mean) / torch.sqrt(var + 1e-5)
+
+
+class TransformerEncoderLayer(nn.Module):
+    def __init__(self, d_model, nhead, dim_feedforward, dropout=0.1):
+        super().__init__()
+        self.self_attn = SimpleMultiHeadAttention(d_model, nhead)
+        self.linear1 = nn.Linear(d_model, dim_feedforward)
+        self.linear2 = nn.Linear(dim_feedforward, d_model)
+        self.norm1, self.norm2 = Normalise(), Normalise()
+        self.dropout, self.dropout1, self.dropout2 = (nn.Dropout(dropout) for _ in range(3))
+
+    def forward(self, src):
+        src = self.norm1(src + self.dropout1(self.self_attn(src)[0]))
+        ff = self.linear2(self.dropout(F.relu(self.linear1(src))))
+        return self.norm2(src + self.dropout2(ff))
