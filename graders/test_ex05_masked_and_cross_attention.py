@@ -262,6 +262,15 @@ def answers_unmasked(student, q, k, v) -> bool:
     return 0 < moved < float("inf")
 
 
+def nan_alike(got, own: torch.Tensor) -> bool:
+    """Whether `got` is, like `own`, a tensor of the same shape with no finite value, NaN in the same places."""
+    return (
+        isinstance(got, torch.Tensor) and got.shape == own.shape and own.numel() > 0
+        and not bool(torch.isfinite(own).any()) and not bool(torch.isfinite(got).any())
+        and bool((torch.isnan(got) == torch.isnan(own)).all())
+    )  # fmt: skip
+
+
 def moved_rows(first: torch.Tensor, second: torch.Tensor) -> list[tuple[int, float]]:
     """(row, largest difference) for each query row (axis -2) where two outputs differ."""
     diff = (first.double() - second.double()).abs().nan_to_num(float("inf"))
@@ -382,8 +391,10 @@ def test_masked_broadcast(student, rng):
                 expect.tensor(
                     got_w, f"weights ({shape})", tuple(own_w.shape), finite=False, shape_variants=misread
                 )
-            expect.same_as_own(got_w, own_w, f"weights ({shape})")
-            expect.same_as_own(got_c, own_c, f"context ({shape})")
+            for got, own, what in ((got_w, own_w, "weights"), (got_c, own_c, "context")):
+                if nan_alike(got, own) and answers_unmasked(student, q, k, v):
+                    continue  # NaN everywhere both ways, from code that answers unmasked: the same result
+                expect.same_as_own(got, own, f"{what} ({shape})")
 
 
 def blocked_key(rng, shape, full_rows: int = 0) -> torch.Tensor:
