@@ -37,6 +37,7 @@ def online(
     loop: str = "",
     drop_last_full: bool = False,
     reset_sums: bool = False,
+    p_own_max: bool = False,
     dtype: torch.dtype = torch.float64,
 ) -> torch.Tensor:
     """The context (..., L, d_v) in float64, computed `chunk` keys at a time.
@@ -62,8 +63,10 @@ def online(
     `drop_last_full`: the loop runs while start + chunk < S, so the last chunk is dropped even when
     it is full; `reset_sums`: l and acc started afresh in every chunk while m keeps running (on
     ordinary scores the same as `only_chunk="last"`, but a last chunk far below the maximum ends in
-    0/0). `dtype`: the precision the loop runs in (float32, as the student's code does, shows
-    where it overflows).
+    0/0). `loop="first_twice"`: the sums initialised from the first chunk, then the loop run from
+    key 0 again, so the first chunk is added twice; `p_own_max`: each chunk's exponentials taken
+    relative to the chunk's own maximum while the sums are rescaled to the running one. `dtype`: the
+    precision the loop runs in (float32, as the student's code does, shows where it overflows).
     """
     q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
@@ -75,6 +78,8 @@ def online(
         else list(range(keys // chunk)) if loop == "chunk_count"
         else list(range(0, stop, chunk))
     )  # fmt: skip
+    if loop == "first_twice":
+        starts = starts[:1] + starts
     if only_chunk:
         starts = starts[:1] if only_chunk == "first" else starts[-1:]
     if per_chunk_softmax:
@@ -99,7 +104,7 @@ def online(
             m_new = top if max_not_running else torch.maximum(m, top)
             correction, p = (
                 torch.exp((m_new if max_before_correction else m) - m_new),
-                torch.exp(scores - m_new),
+                torch.exp(scores - (top if p_own_max else m_new)),
             )
             m = m_new
         else:
@@ -132,6 +137,8 @@ MISTAKES: dict[str, dict | list[dict]] = {  # diagnosis id -> the switches of `o
     "only_first_chunk": dict(only_chunk="first"),
     "only_last_chunk": [dict(only_chunk="last"), dict(reset_sums=True)],
     "chunks_overlap": [dict(loop="every_key"), dict(loop="chunk_number"), dict(loop="chunk_count")],
+    "first_chunk_twice": dict(loop="first_twice"),
+    "p_uses_chunk_max": dict(p_own_max=True),
 }
 
 

@@ -24,7 +24,8 @@ from graders import multihead as M
 MASK_MISTAKES = [
     "mask_inverted", "mask_ignored", "mask_after_softmax", "mask_multiplied", "no_scaling",
     "fully_masked_uniform", "fully_masked_nan", "empty_test_uses_all", "context_before_zeroing",
-    "empty_test_needs_two", "divide_by_dk", "softmax_wrong_axis",
+    "empty_test_needs_two", "divide_by_dk", "softmax_wrong_axis", "weights_before_zeroing",
+    "empty_test_wrong_axis",
 ]  # fmt: skip
 CROSS_MISTAKES = [
     "self_vs_cross", "causal_in_cross", "memory_mask_ignored", "memory_mask_inverted", "no_scaling",
@@ -60,11 +61,14 @@ def attention(q, k, v, mask=None, *, mistake: str = "") -> tuple[torch.Tensor, t
         allowed = (
             mask.all(dim=-1, keepdim=True) if mistake == "empty_test_uses_all"
             else mask.sum(dim=-1, keepdim=True) > 1 if mistake == "empty_test_needs_two"
+            else mask.any(dim=-2, keepdim=True) if mistake == "empty_test_wrong_axis"  # key columns, not rows
             else mask.any(dim=-1, keepdim=True)
         )  # fmt: skip
         weights = torch.softmax(scores.masked_fill(~mask, float("-inf")).masked_fill(~allowed, 0.0), dim=axis)
         if mistake == "context_before_zeroing":  # the context taken while an empty row is still uniform
             return weights @ v.double(), weights * allowed
+        if mistake == "weights_before_zeroing":  # the context zeroed, the weights returned still uniform
+            return (weights * allowed) @ v.double(), weights
         weights = weights * allowed
     return weights @ v.double(), weights
 
@@ -79,10 +83,25 @@ def variants(q, k, v, mask) -> dict[str, Pair | list[Pair]]:
         out["mask_inverted"] = [out["mask_inverted"]] + [
             attention(q, k, v, ~mask, mistake=empty) for empty in ("fully_masked_nan", "fully_masked_uniform")
         ]
+        out["mask_times_inf"] = times_inf(q, k, v, mask)
+        if _same(out["empty_test_wrong_axis"], out["fully_masked_nan"]):  # no key column empty here:
+            del out["empty_test_wrong_axis"]  # both leave an empty row 0/0, and cannot be told apart
         padding = two_d_as_padding(q, k, v, mask)
         if padding is not None:
             out["two_d_mask_as_padding"] = padding
     return {d: pair for d, pair in out.items() if not _same(pair, right)}
+
+
+def times_inf(q, k, v, mask) -> list[Pair]:
+    """(context, weights) when the mask is made additive by a product with −inf,
+    `scores + (~mask).float() * float("-inf")`: 0 × (−inf) is NaN, so every row that allows a key is
+    NaN; a row with no key ends zero (where the code zeroes such rows) or NaN (where it does not)."""
+    scores = A.scores(q, k, 1 / math.sqrt(q.shape[-1]))  # (..., L, S)
+    allowed = torch.broadcast_to(mask, scores.shape).any(dim=-1, keepdim=True)  # (..., L, 1)
+    nan = torch.full_like(scores, float("nan"))
+    zeroed = torch.where(allowed, nan, torch.zeros_like(scores))
+    d_v = v.shape[-1]
+    return [(w[..., :1].expand(*w.shape[:-1], d_v).clone(), w) for w in (zeroed, nan)]
 
 
 def padding_shape(mask: torch.Tensor, scores_shape) -> tuple[int, ...] | None:

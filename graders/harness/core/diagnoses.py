@@ -45,8 +45,8 @@ COMMON_DIAGNOSES: dict[str, DiagnosisSpec] = {
     ),
     "list_of_tensors": DiagnosisSpec(
         message=Text(
-            zh="`{name}` 是一个由张量组成的 Python 列表（或元组）；要把它们合成一个张量（torch.stack 或 torch.cat）。",
-            en="`{name}` is a Python list (or tuple) of tensors; make them one tensor (torch.stack or torch.cat).",
+            zh="`{name}` 是一个由张量组成的 Python 列表（或元组）：若它们是同一结果的各部分，用 torch.stack 或 torch.cat 合成一个张量；若只该返回其中一个，就只返回那一个。",
+            en="`{name}` is a Python list (or tuple) of tensors: if they are parts of one result, make them one tensor (torch.stack or torch.cat); if only one of them should be returned, return that one alone.",
         )
     ),
     "integer_tensor": DiagnosisSpec(
