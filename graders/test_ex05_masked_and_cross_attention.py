@@ -189,6 +189,13 @@ def compare_cross(student, layer, state, x, memory, mask, heads, expected, evide
     if evidence is not None and isinstance(weights, torch.Tensor) and weights.shape == expected_w.shape:
         for head in range(weights.shape[1]):
             evidence.heatmap(f"weights[-1, {head}]", weights[-1, head].double(), expected_w[-1, head])
+    if isinstance(weights, torch.Tensor) and weights.shape == expected_w.shape[:1] + expected_w.shape[2:]:
+        # weights averaged over the heads, as nn.MultiheadAttention returns by default: read as meant
+        # (`cross_shapes` charges the shape)
+        expected_w = expected_w.mean(1)
+        own_w = own_w.mean(1) if isinstance(own_w, torch.Tensor) and own_w.dim() == 4 else own_w
+        pairs = {d: A.each(v, lambda pair: (pair[0], pair[1].mean(1) if pair[1].dim() == 4 else pair[1]))
+                 for d, v in pairs.items()}  # fmt: skip
     joint_out = output if isinstance(output, torch.Tensor) else None
     joint_w = weights if isinstance(weights, torch.Tensor) else None
     expect.close(weights, expected_w, "weights", readings=[own_w], variants=A.swapped(pairs), joint=joint_out)
@@ -491,7 +498,8 @@ def test_cross_shapes(student, rng):
                                                shapes, ("output", "weights"))  # fmt: skip
         expect.tensor(weights, "weights", (batch, heads, length, keys), finite=False,
                       shape_variants={"self_vs_cross": (batch, heads, length, length),
-                                      "cross_roles_swapped": (batch, heads, keys, length)})  # fmt: skip
+                                      "cross_roles_swapped": (batch, heads, keys, length),
+                                      "weights_averaged": (batch, length, keys)})  # fmt: skip
         expect.tensor(output, "output", (batch, length, embed), finite=False,
                       shape_variants={"cross_roles_swapped": (batch, keys, embed)})  # fmt: skip
 

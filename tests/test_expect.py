@@ -230,3 +230,16 @@ def test_same_as_own_compares_nan_for_nan():
             expect.same_as_own(other, own, "x")
     with pytest.raises(CheckFailed):  # all NaN, both times: no answer to judge a property of
         expect.same_as_own(torch.tensor([nan, nan]), torch.tensor([nan, nan]), "x")
+
+
+def test_a_named_wrong_shape_gives_its_message_the_shapes():
+    """A diagnosis named by `shape_variants`, or by a variant in `close`, may show the shapes in its
+    message (`{name}` has shape {got}); without them it printed its placeholders raw."""
+    with pytest.raises(CheckFailed) as named:
+        expect.tensor(torch.zeros(6, 5), "weights", (2, 3, 5), shape_variants={"folded": (6, 5)})
+    assert named.value.diagnosis == "folded"
+    assert named.value.diagnosis_params == {"name": "weights", "got": (6, 5), "expected": (2, 3, 5)}
+    with pytest.raises(CheckFailed) as by_variant:
+        expect.close(torch.zeros(5, 2), torch.zeros(2, 5), "out", variants={"transposed": torch.zeros(5, 2)})
+    assert by_variant.value.diagnosis == "transposed"
+    assert by_variant.value.diagnosis_params["got"] == (5, 2)

@@ -82,8 +82,8 @@ def tensor(
             if tuple(got.shape) in ([tuple(w) for w in wrong] if isinstance(wrong, list) else [tuple(wrong)])
         ]  # fmt: skip
         text = say("check.shape", name=name, expected=tuple(shape), got=tuple(got.shape))
-        if named:
-            fail(text, named[0])
+        if named:  # its message may show the shapes, as a layout diagnosis does
+            fail(text, named[0], name=name, got=tuple(got.shape), expected=tuple(shape))
         layout = layout_mistake(tuple(got.shape), tuple(shape))
         fail(text, layout, name=name, got=tuple(got.shape), expected=tuple(shape))
     if finite:
@@ -237,7 +237,7 @@ def close(
         if diagnosis is None:  # no known formula: a layout slip (axes swapped, an axis of 1 too many …)?
             layout = layout_mistake(tuple(got.shape), tuple(expected.shape))
             fail(text, layout, name=name, got=tuple(got.shape), expected=tuple(expected.shape))
-        fail(text, diagnosis)
+        fail(text, diagnosis, name=name, got=tuple(got.shape), expected=tuple(expected.shape))
     got = tensor(got, name, convert=convert, finite=False)
     if tuple(got.shape) not in shapes:  # a converted list of another shape
         fail(say("check.shape", name=name, expected=tuple(expected.shape), got=tuple(got.shape)))
