@@ -13,6 +13,7 @@ its size is within the bound of `bounds.report_bound`.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import re
@@ -57,6 +58,7 @@ class Case:
     needs: str | None
     exercise: str = EXERCISE
     score_at_most: float | None = None  # the total may not exceed this (attacks on time)
+    exercise_seconds: float | None = None  # the exercise's time budget for this case, if not the pool's
 
     @property
     def folder(self) -> Path:
@@ -98,6 +100,7 @@ def load_cases(project: Project) -> list[Case]:
                 needs=spec.get("needs"),
                 exercise=exercise,
                 score_at_most=spec.get("score_at_most"),
+                exercise_seconds=spec.get("exercise_seconds"),
             )
         )
     return cases
@@ -337,12 +340,16 @@ def run_case(
     loose = [Path(os.getcwd(), name) for name in LOOSE_FILES] + [project.root / n for n in LOOSE_FILES]
     loose_before = {p for p in loose if p.exists()}
     listener = Listener()
+    limits = pool.limits
+    if case.exercise_seconds is not None:  # budgets are the pool's: this case's, for its grading only
+        pool.limits = dataclasses.replace(limits, exercise_seconds=case.exercise_seconds)
     start = time.monotonic()
     try:
         report = grade(project, folder, seed=seed, exercises=exercises, pool=pool)
     finally:
         result.seconds = time.monotonic() - start
         result.network_contacts = listener.close()
+        pool.limits = limits
     result.report = report
     result.processes_left = sandbox_processes(pool)
     result.files_changed = changed(before, snapshot(*guarded, folder))
