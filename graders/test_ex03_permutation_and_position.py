@@ -159,12 +159,17 @@ def columns_sliced(table, seq_len: int, d_model: int) -> bool:
     )  # fmt: skip
 
 
-def any_table(got, name: str) -> torch.Tensor:
-    """The student's table as a tensor of any shape; whole numbers taken as numbers (the checks of
-    shapes and values charge those)."""
+def as_numbers(got):
+    """An integer tensor as float64: whole numbers are still a table of numbers (the value checks
+    charge them); anything else as it is."""
     if isinstance(got, torch.Tensor) and not got.is_floating_point() and not got.is_complex():
-        got = got.double()
-    return expect.tensor(got, name)
+        return got.double()
+    return got
+
+
+def any_table(got, name: str) -> torch.Tensor:
+    """The student's table as a tensor of any shape (its shape is charged by `pe_shapes`)."""
+    return expect.tensor(as_numbers(got), name)
 
 
 def student_pe(student, seq_len, d_model, *, as_meant=True):
@@ -173,9 +178,7 @@ def student_pe(student, seq_len, d_model, *, as_meant=True):
     charges the shape; checks of the encoding itself judge the encoding). Else the shape is exact."""
     name = f"sinusoidal_positional_encoding({seq_len}, {d_model})"
     got = student.sinusoidal_positional_encoding(seq_len, d_model)
-    if as_meant and isinstance(got, torch.Tensor) and not got.is_floating_point() and not got.is_complex():
-        got = got.double()  # whole numbers are still a table of numbers: its values are judged elsewhere
-    table = expect.tensor(got, name)
+    table = expect.tensor(as_numbers(got) if as_meant else got, name)
     if columns_sliced(table, seq_len, d_model):  # no reading of it is the table: name the cut
         expect.tensor(table, name, (seq_len, d_model), shape_variants={"pe_sliced_columns": tuple(table.shape)})
     if as_meant and table.dim() > 2 and [n for n in table.shape if n != 1] == [seq_len, d_model]:
@@ -317,8 +320,7 @@ def test_pe_shapes(student):
     for seq_len, d_model in PE_SHAPES:
         name = f"sinusoidal_positional_encoding({seq_len}, {d_model})"
         got = student.sinusoidal_positional_encoding(seq_len, d_model)
-        if isinstance(got, torch.Tensor) and not got.is_floating_point() and not got.is_complex():
-            got = got.double()  # the shape is judged here; whole numbers are charged by the value checks
+        got = as_numbers(got)  # the shape is judged here; whole numbers are charged by the value checks
         wrong = {"pe_transposed": (d_model, seq_len), "pe_extra_row": (seq_len + 1, d_model)}
         if columns_sliced(got, seq_len, d_model):
             wrong["pe_sliced_columns"] = tuple(got.shape)

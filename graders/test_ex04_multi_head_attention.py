@@ -52,9 +52,9 @@ def student_layer(
     return layer, state, x
 
 
-def split_layouts(batch: int, length: int, embed: int, heads: int) -> dict[str, tuple[int, ...]]:
-    """Shapes of the weights when the heads were split along the wrong axes: attention then runs
-    over something other than the tokens, so no reading of these weights is the heads' weights."""
+def unreadable_layouts(batch: int, length: int, embed: int, heads: int) -> dict[str, tuple[int, ...]]:
+    """Shapes of the weights that no reading turns into every head's weights: heads split along the
+    wrong axes (attention then runs over something other than the tokens), or one batch element's."""
     head_dim = embed // heads
     return {
         "split_dims_swapped": (batch, head_dim, length, length),
@@ -62,6 +62,13 @@ def split_layouts(batch: int, length: int, embed: int, heads: int) -> dict[str, 
         "split_transposed_wrong_axes": (batch, length, head_dim, head_dim),
         **({"weights_of_first_element": (heads, length, length)} if batch > 1 else {}),
     }
+
+
+def name_unreadable_layout(weights: torch.Tensor | None, expected: tuple[int, ...], x, heads: int) -> None:
+    """Fail naming the layout when `weights` has one of `unreadable_layouts`; else nothing."""
+    layouts = unreadable_layouts(*x.shape, heads)
+    if isinstance(weights, torch.Tensor) and tuple(weights.shape) in layouts.values():
+        expect.tensor(weights, "weights", tuple(expected), finite=False, shape_variants=layouts)
 
 
 def run(layer, x, name="SimpleMultiHeadAttention.forward(x)", *, heads):
@@ -136,9 +143,7 @@ def compare(layer, state, x, heads, expected_out, expected_w, evidence=None):
             evidence.heatmap(f"weights[0, {head}]", weights[0, head].double(), expected_w[0, head])
     joint_out = output if isinstance(output, torch.Tensor) else None
     joint_w = weights if isinstance(weights, torch.Tensor) else None
-    layouts = split_layouts(*x.shape, heads)
-    if joint_w is not None and tuple(joint_w.shape) in layouts.values():  # heads split on the wrong axes
-        expect.tensor(joint_w, "weights", tuple(expected_w.shape), finite=False, shape_variants=layouts)
+    name_unreadable_layout(joint_w, tuple(expected_w.shape), x, heads)
     located = A.localised(expected_w, joint_w, "mha_scores_wrong", "mha_after_weights")
     expect.close(weights, expected_w, "weights", variants=A.swapped(pairs), joint=joint_out,
                  estimators=[M.scale_estimator(x, state, heads), located])  # fmt: skip
@@ -199,7 +204,7 @@ def test_mha_shapes(student, rng):
                                                ("output", "weights"))  # fmt: skip
         layouts = {"weights_averaged": (batch, length, length),
                    "heads_folded_into_batch": (batch * heads, length, length),
-                   "sequence_first": (length, heads, batch, batch), **split_layouts(batch, length, embed, heads)}  # fmt: skip
+                   "sequence_first": (length, heads, batch, batch), **unreadable_layouts(batch, length, embed, heads)}  # fmt: skip
         expect.tensor(weights, "weights", (batch, heads, length, length), finite=False, shape_variants=layouts)
         expect.tensor(output, "output", (batch, length, embed), finite=False)
 
@@ -236,9 +241,7 @@ def test_mha_scaling(student, rng, evidence):
     if found is None:  # the scale cannot be read off the weights: judge how they move with d_k
         if scales_with_sqrt_head_dim(student, rng, state, x, heads):
             return
-        layouts = split_layouts(batch, length, embed, heads)
-        if tuple(weights.shape) in layouts.values():  # heads split on the wrong axes: no scale to read
-            expect.tensor(weights, "weights", tuple(expected.shape), finite=False, shape_variants=layouts)
+        name_unreadable_layout(weights, tuple(expected.shape), x, heads)  # no scale to read off those
         averaged = expected.mean(1)  # the right weights, averaged over the heads: the scale is right
         expect.close(weights, expected, "weights", variants=A.swapped(M.variants(x, state, heads)), joint=joint,
                      readings=[averaged], hint=NOT_SOFTMAX_TEXT)  # fmt: skip
