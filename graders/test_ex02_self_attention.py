@@ -331,11 +331,12 @@ def test_sdpa_matches_oracle(student, rng):
     for q, k, v in probes:
         context, weights = call_sdpa(student, q, k, v)
         joint = weights if isinstance(weights, torch.Tensor) else None
-        where = A.localised(A.attention(q, k, v)[1], joint, "sdpa_before_softmax", "sdpa_after_softmax")
+        right_w = A.attention(q, k, v)[1]
+        where = A.localised(right_w, joint, "sdpa_before_softmax", "sdpa_after_softmax")
         variants = {**A.context_variants(q, k, v), "scores_clipped": clipped(q, k, v)}
         expect.close(context, A.attention_oracle(q, k, v), "context", variants=variants,
                      joint=joint, estimators=[A.scale_estimator_via_weights(joint, q, k, v), where,
-                                              A.dropped_out(A.attention(q, k, v)[1], joint)])  # fmt: skip
+                                              A.dropped_out(right_w, joint)])  # fmt: skip
 
 
 @check("sdpa_matches_reference")
