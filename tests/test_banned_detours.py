@@ -241,3 +241,31 @@ def test_the_tripwire_covers_every_operator_a_glob_bans(pool, tmp_path):
     finally:
         session.close()
     assert ("torch.ops.aten._scaled_dot_product_flash_attention_for_cpu", 9) in hits, hits
+
+
+def test_a_forged_reply_cannot_guess_the_number_of_the_request_it_answers(pool, tmp_path):
+    """Student code that holds the Worker object writes a complete reply of its own for the call
+    it is running. Requests used to be numbered in turn (hello 1, load 2, the read of `run` 3, its
+    call 4), so the forgery could carry the right number; each request now carries a random one,
+    and the forgery is refused as out of turn (the submission's fault), never taken as the answer."""
+    source = """import warnings
+_cells = [c.cell_contents for c in __import__.__closure__]  # past the introspection watch
+_w = [v for v in _cells if type(v).__name__ == "Worker"]
+
+
+def run():
+    w = _w[0]
+    w._sendall(w._pack({"ok": True, "value": 42, "seq": 4, "nonce": 4}))
+    return 1
+"""
+    from graders.harness.core.errors import StudentCrash
+
+    path = tmp_path / f"{EX4}.py"
+    path.write_text(source, encoding="utf-8")
+    session = StudentSession(pool)
+    session.add(EX4, path, seed=1, call_seconds=10, banned=BANNED)
+    try:
+        with pytest.raises(StudentCrash, match="out of turn"):
+            session.module(EX4).run()
+    finally:
+        session.close()

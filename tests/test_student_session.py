@@ -179,11 +179,11 @@ def test_module_objects_are_read_once_per_worker_and_data_every_time(pool, tmp_p
     try:
         student = session.module("m")
         assert student.bump() == 1
-        sent = session.worker._seq
+        sent = session.worker.requests
         assert student.bump() == 2 and student.bump() == 3
-        assert session.worker._seq == sent + 2  # the calls only: `bump` was not read again
+        assert session.worker.requests == sent + 2  # the calls only: `bump` was not read again
         assert student.COUNT == [3]
-        assert student.COUNT == [3] and session.worker._seq == sent + 4  # data: read each time
+        assert student.COUNT == [3] and session.worker.requests == sent + 4  # data: read each time
         with pytest.raises(StudentCrash):
             student.die()
         assert student.bump() == 1  # a fresh worker: read again, not refused as stale

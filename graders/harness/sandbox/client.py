@@ -400,7 +400,8 @@ class SandboxWorker:
         self.memory_files: dict[str, str] = {}  # the kernel's memory accounting of its cgroup, if any
         self._cpu_fd: int | None = None
         self._cpu_path = ""
-        self._seq = 0
+        self.requests = 0  # sent so far
+        self._nonce = 0  # the current request's: its reply must carry it
         self.tripwire_hits: list[tuple[str | None, str, int]] = []  # sent by the worker as they happen
         self._banned: dict[str, set[str]] = {}  # module -> the names its tripwire watches (from `load`)
         self._out_fd: int | None = out_fd
@@ -589,11 +590,15 @@ class SandboxWorker:
             raise WorkerCrashed("the worker is no longer running")
         deadline = time.monotonic() + timeout
         cpu_budget = min(timeout, self.pool.limits.call_cpu_seconds or timeout)
-        self._seq += 1
+        self.requests += 1
+        # A random number per request, not a count: a reply is taken only with the number of the
+        # request it answers, which the worker's loop holds in a local variable and student code
+        # never sees, so a frame the submission wrote to the socket itself cannot pass for one.
+        self._nonce = secrets.randbits(62)
         try:
             if header is not None:
                 self.sock.settimeout(timeout)
-                wire.send_frame(self.sock, dict(header, cpu=cpu_budget, seq=self._seq), buffers)
+                wire.send_frame(self.sock, dict(header, cpu=cpu_budget, nonce=self._nonce), buffers)
             if header is not None and header.get("op") == "load":
                 self._banned[str(header.get("module"))] = {str(b) for b in header.get("banned") or []}
             limits = self.pool.limits
@@ -608,7 +613,7 @@ class SandboxWorker:
                 self._event(reply)
             else:
                 raise wire.WireError(f"more than {MAX_EVENTS_PER_REQUEST} event frames for one request")
-            if header is not None and reply.get("seq") != self._seq:  # forged or stale: out of turn
+            if header is not None and reply.get("nonce") != self._nonce:  # forged or stale: out of turn
                 raise wire.WireError("a reply arrived out of turn")
             if header is not None and header.get("op") == "tripwire" and reply.get("ok") is True:
                 reply["value"] = self.tripwire_report(header.get("target"), reply.get("value"))

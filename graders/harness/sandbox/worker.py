@@ -279,7 +279,7 @@ class Worker:
         self._grad = torch.autograd.grad
 
     def _tripwire_event(self, module: str | None, dotted: str, line: int) -> None:
-        """Send one tripwire hit to the trusted side now, as an event frame (it carries no `seq`)."""
+        """Send one tripwire hit to the trusted side now, as an event frame (it carries no `nonce`)."""
         frame = self._pack({"event": "tripwire", "module": module, "what": dotted, "line": int(line)})
         with self._send_lock:
             self._sendall(frame)
@@ -567,11 +567,11 @@ class Worker:
                 header, out = result if isinstance(result, tuple) else (result, [])
             except BaseException as exc:  # student code may raise anything, SystemExit included
                 header, out = self._error_reply(exc), []
-            header["seq"] = req.get("seq")  # replies answer one request each, in turn
+            header["nonce"] = req.get("nonce")  # the request's own number: a reply answers it alone
             try:
                 frame = wire.pack_frame(header, out)
             except BaseException as exc:
-                frame = wire.pack_frame(dict(self._error_reply(exc), seq=req.get("seq")))
+                frame = wire.pack_frame(dict(self._error_reply(exc), nonce=req.get("nonce")))
             with self._send_lock:
                 self._sendall(frame)
 
