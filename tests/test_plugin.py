@@ -209,3 +209,35 @@ def test_data_where_code_is_due_fails_by_type_in_expect_helpers():
     for call in (lambda: expect.introspect((1, 2)), lambda: expect.vjp(3.0, [], [], [])):
         with pytest.raises(CheckFailed, match=r"gave data \((tuple|float)\) where a function"):
             call()
+
+
+def test_a_failed_check_gets_a_one_line_report_and_a_skip_keeps_pytest_s_own(project, tmp_path, pool):
+    """pytest's report of a failed check carries a summary line, not a traceback pytest would have cut and
+    filtered frame by frame (`--tb=no` only hid it); the outcome comes from the exception itself, so
+    the check's status and message are those of `test_every_way_a_check_ends`."""
+
+    class Reports:
+        def __init__(self) -> None:
+            self.seen: dict[str, pytest.TestReport] = {}
+
+        def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+            if report.when == "call":
+                self.seen[report.nodeid.rpartition("::")[2]] = report
+
+    reports = Reports()
+    folder = tmp_path / "sub"
+    folder.mkdir()
+    (folder / f"{EID}.py").write_text(STUDENT, encoding="utf-8")
+    (result,) = grade(project, folder, seed=1, lang="en", pool=pool, progress=reports).exercises
+    failed = reports.seen["test_assertion"]
+    assert failed.failed and isinstance(failed.longrepr, str)
+    assert failed.longrepr.startswith("AssertionError: a plain assert in the grader")
+    assert reports.seen["test_student_raises"].longrepr.startswith("StudentCodeError: ")
+    skipped = reports.seen["test_skips"]
+    assert (
+        skipped.skipped
+        and isinstance(skipped.longrepr, tuple)
+        and skipped.longrepr[2] == "Skipped: not today"
+    )
+    assert reports.seen["test_passes"].passed
+    assert {c.id: c.status for c in result.checks}["assertion"] == "failed"

@@ -9,6 +9,7 @@ check's outcome, and classifies it: `StudentFault` subclasses give `failed`, `ti
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import importlib.util
 import sys
@@ -36,6 +37,8 @@ from .project import Project
 from .settings import Settings
 from .source import read_module_source
 from .student import StudentModule, StudentSession
+
+EXCEPTION_GROUPS = (builtins.BaseExceptionGroup,) if hasattr(builtins, "BaseExceptionGroup") else ()  # 3.11+
 
 
 def check(check_id: str):
@@ -259,6 +262,24 @@ class GradingPlugin:
         return self._evidence.setdefault(self._item.nodeid, Evidence())
 
     # ------------------------------------------------------------ outcomes
+
+    @pytest.hookimpl(tryfirst=True, specname="pytest_runtest_makereport")
+    def pytest_runtest_makereport_summary(
+        self, item: pytest.Item, call: pytest.CallInfo
+    ) -> pytest.TestReport | None:
+        """pytest's own report of a failed check, without its traceback: `--tb=no` hides it, yet pytest
+        still cut and filtered every frame (source read and parsed) for each failure: a fifth of the
+        time a warm session took to grade the stub (0.27 s -> 0.22 s). The outcome is read from the
+        exception itself (`pytest_runtest_makereport` below); a skip is left to pytest (its report
+        names where)."""
+        exc = call.excinfo.value if call.excinfo is not None else None
+        if exc is None or isinstance(exc, (pytest.skip.Exception, *EXCEPTION_GROUPS)):
+            return None
+        summary = f"{type(exc).__name__}: {exc}"[:500]
+        return pytest.TestReport(
+            item.nodeid, item.location, {k: 1 for k in item.keywords}, "failed", summary, call.when, [],
+            call.duration, call.start, call.stop, user_properties=item.user_properties,
+        )  # fmt: skip
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
