@@ -15,7 +15,7 @@ import time
 import pytest
 from conftest import EXERCISES, PROJECT, reference_files
 
-from graders.harness.core.errors import StudentCrash, StudentTimeout, SubmissionFileError
+from graders.harness.core.errors import StudentCodeError, StudentCrash, StudentTimeout, SubmissionFileError
 from graders.harness.core.student import StudentSession
 
 EX1, EX2, EX3, EX4 = EXERCISES[:4]
@@ -188,5 +188,29 @@ def test_module_objects_are_read_once_per_worker_and_data_every_time(pool, tmp_p
             student.die()
         assert student.bump() == 1  # a fresh worker: read again, not refused as stale
         assert session.generation == 2
+    finally:
+        session.close()
+
+
+def test_a_layer_method_is_read_and_called_in_one_request(pool, tmp_path):
+    """`layer.eval()`, `layer.double()`, `layer.load_state_dict(s)`: one request each (a read and a
+    call were two), and the call is the one the worker would make after the read: the student's own
+    override of the method counts, a method the object lacks is the student's AttributeError."""
+    session = session_with(pool, tmp_path, {
+        "m": ("import torch.nn as nn\n\n\nclass Layer(nn.Module):\n    def __init__(self):\n"
+              "        super().__init__()\n        self.proj = nn.Linear(2, 2)\n\n"
+              "    def eval(self):\n        return 'my own eval'\n\n\nclass Plain:\n    pass\n", 10.0),
+    })  # fmt: skip
+    try:
+        student = session.module("m")
+        layer, plain = student.Layer(), student.Plain()
+        sent = session.worker.requests
+        assert layer.eval() == "my own eval"
+        assert session.worker.requests == sent + 1
+        assert layer.double().load_state_dict(layer.state_dict()) is not None
+        assert session.worker.requests == sent + 4  # double, state_dict, load_state_dict
+        with pytest.raises(StudentCodeError) as raised:
+            plain.load_state_dict({})
+        assert raised.value.type_name == "AttributeError" and "load_state_dict" in raised.value.message
     finally:
         session.close()

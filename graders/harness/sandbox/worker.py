@@ -436,6 +436,9 @@ class Worker:
 
     def op_call(self, req, bufs):
         fn = self._target(req["target"])
+        method = req.get("method")
+        if type(method) is str:  # `obj.method(...)` read and called in one request
+            fn = getattr(fn, method)
         args = wire.decode_value(req["args"], bufs, self._resolve)
         kwargs = wire.decode_value(req["kwargs"], bufs, self._resolve)
         self._reseed(req)
