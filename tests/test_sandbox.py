@@ -500,3 +500,19 @@ def test_pool_survives_many_short_lived_workers(root_pool):
         t.join(30)
     assert zygote_children(root_pool) == []
     assert Path(f"/proc/{root_pool.zygote_pid}").exists()
+
+
+def test_a_released_worker_is_reaped_before_the_next_worker_is_forked(root_pool):
+    """`release` does not wait for the zygote to take the worker apart, but the zygote answers in
+    turn and the pool reads that answer before it asks for the next worker: nothing of the first
+    is left (no process, no zombie) when the second starts, as with `close`, which waits."""
+    first = root_pool.spawn(1)
+    old = first.pid
+    first.release()
+    second = root_pool.spawn(2)
+    try:
+        assert not os.path.exists(f"/proc/{old}")
+        assert [entry.split(":")[0] for entry in zygote_children(root_pool)] == [str(second.pid)]
+    finally:
+        second.close()
+    assert zygote_children(root_pool) == []

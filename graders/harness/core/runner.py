@@ -101,6 +101,8 @@ def grade(
                 status = pytest.main(args, plugins=[plugin, *([progress] if progress else [])])
             if status == pytest.ExitCode.INTERRUPTED:  # pytest caught Ctrl-C: no report of half a run
                 raise KeyboardInterrupt
+        if plugin.session is not None:  # its worker is taken apart while the report is built
+            plugin.session.close()
         return build_report(ctx, plugin, manifests)
     finally:
         if plugin.session is not None:
@@ -199,6 +201,8 @@ class SessionGrader:
             with contextlib.redirect_stdout(self._log), contextlib.redirect_stderr(self._log):
                 if not self._collection_failed:
                     self._run_items(only)
+            if self.plugin.session is not None:  # its worker is taken apart while the report is built
+                self.plugin.session.close()
             return build_report(ctx, self.plugin, chosen)
         finally:
             if self.plugin.session is not None:

@@ -315,7 +315,7 @@ class StudentSession:
     def _retire(self) -> None:
         if self.worker is not None:
             self.worker.label_output(self.worker.output.label)  # collect what it printed before it dies
-            self.worker.close()
+            self.worker.release()  # the zygote reaps it while grading goes on
             self._outputs.append(self.worker.output)
             self.worker = None
 
