@@ -516,3 +516,20 @@ def test_a_released_worker_is_reaped_before_the_next_worker_is_forked(root_pool)
     finally:
         second.close()
     assert zygote_children(root_pool) == []
+
+
+def test_a_pool_closed_right_after_a_release_ends_its_zygote_cleanly():
+    """The zygote answers a `release` after the worker is gone; a grader that closes right away (a
+    single grade ends so) must find it tidying up as on any other close, not dying on the answer
+    it could not send (exit 1, after a traceback and a wait for the worker's cgroup)."""
+    for reads_answer in (True, False):
+        pool = SandboxPool()
+        pool.spawn(1).release()
+        launch = pool._launch
+        if reads_answer:
+            pool.close()  # reads the answer first
+        else:
+            launch.control.close()  # a grader gone without reading it
+            launch.proc.wait(timeout=10)
+            pool.close()
+        assert launch.proc.returncode == 0

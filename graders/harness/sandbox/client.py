@@ -394,6 +394,12 @@ class SandboxPool:
     def close(self) -> None:
         """Kill the zygote and everything it started; nothing of this pool stays in its folder."""
         if self._launch is not None:
+            with self._lock:  # a released worker is reaped first: the zygote then tidies up at once
+                try:
+                    self._launch.control.settimeout(self.limits.reap_seconds + 1.0)
+                    self._catch_up(self._launch)
+                except OSError:
+                    self._unread = (None, 0)
             self._launch.kill()
             self._launch = None
 
