@@ -82,7 +82,9 @@ def central_directory(archive: Path) -> tuple[int, int]:
         _sig, disk, cd_disk, _here, entries, cd_size, cd_offset, _comment = EOCD.unpack_from(tail, at)
         if disk != 0 or cd_disk != 0:
             raise zipfile.BadZipFile("multi-disk archives are not supported")
-        declared = [(entries, cd_size)]
+        # a field at its ZIP64 marker (0xFFFF, 0xFFFFFFFF) is no figure: it means "see the ZIP64 record"
+        marked = entries == 0xFFFF or cd_size == 0xFFFFFFFF or cd_offset == 0xFFFFFFFF
+        declared = [(entries if entries != 0xFFFF else 0, cd_size if cd_size != 0xFFFFFFFF else 0)]
         locator_at = at - EOCD64_LOCATOR.size
         if locator_at >= 0 and tail[locator_at : locator_at + 4] == b"PK\x06\x07":
             _s, _d, record_offset, _disks = EOCD64_LOCATOR.unpack_from(tail, locator_at)
@@ -97,7 +99,7 @@ def central_directory(archive: Path) -> tuple[int, int]:
                 if disk != 0 or cd_disk != 0:
                     raise zipfile.BadZipFile("multi-disk archives are not supported")
                 declared.append((entries, cd_size))
-        if len(declared) == 1 and (entries == 0xFFFF or cd_size == 0xFFFFFFFF or cd_offset == 0xFFFFFFFF):
+        if len(declared) == 1 and marked:
             raise zipfile.BadZipFile("ZIP64 record missing")
     return max(e for e, _ in declared), max(c for _, c in declared)
 
