@@ -296,6 +296,13 @@ class SandboxPool:
                 launch.control.recv(1 << 16)
         self._unread = (None, 0)
 
+    def settle(self) -> None:
+        """Wait until the zygote has reaped and swept every released worker (what it does before
+        it forks another anyway): for a caller that looks at the process table now."""
+        with self._lock:
+            if self._launch is not None and self._unread[1]:
+                self._catch_up(self._launch)
+
     def release(self, pid: int) -> None:
         """Have the zygote reap worker `pid` (SIGKILLed already: see `SandboxWorker.release`) while
         this process goes on. Its account is read before the next request to the zygote, so the next
