@@ -100,6 +100,27 @@ def own_answer(student, x, memory, state, heads, memory_mask):
     return A.project(M.merge_heads(context.double()), state, "out_proj"), weights
 
 
+def unmasked(call):
+    """`call()`, a call of the student's masked_attention with mask=None made after it answered with a
+    mask: if it raises, that is the default mask=None left unhandled (the mask used without a test
+    for None), and no other check calls it so."""
+    try:
+        return call()
+    except StudentCodeError as exc:
+        if exc.diagnosis is None:
+            exc.diagnosis = "mask_none_not_handled"
+        raise
+
+
+def own_unmasked(student, x, memory, state, heads):
+    """CrossAttention without a memory_mask judged with the student's own masked_attention: its call
+    with mask=None on the layer's projections, where it answers with a padding mask (a function that
+    does not answer at all is replaced by a correct one, `cross_module`, and charged by its own checks)."""
+    if answers_with_padding(student):
+        q, k, v = projections(x, memory, state, heads)
+        unmasked(lambda: student.masked_attention(q, k, v, None))
+
+
 def cross_module(student, rng):
     """The module to build CrossAttention from: the student's own when its masked_attention answers
     (and depends on its input), else the student's with a correct masked_attention in its place."""
@@ -509,6 +530,8 @@ def test_cross_matches_oracle(student, rng, evidence):
     for i, (batch, length, keys, embed, heads) in enumerate(CROSS_CONFIGS):
         layer, state, x, memory, mask = student_layer(student, rng, batch, length, keys, embed, heads)
         for memory_mask in (mask, None):
+            if memory_mask is None:
+                own_unmasked(student, x, memory, state, heads)
             expected = K.torch_cross_oracle(x, memory, state, heads, memory_mask)
             shown = evidence if i == 0 and memory_mask is not None else None
             compare_cross(student, layer, state, x, memory, memory_mask, heads, expected, shown)
@@ -591,3 +614,9 @@ def test_matches_reference(student, reference, rng):
         with torch.no_grad():
             expected = trusted(x.double(), memory.double(), mask)
         compare_cross(student, layer, state, x, memory, mask, heads, expected)
+    # no mask at all (mask=None, the default): the plain softmax
+    q, k, v = qkv(rng, HIDDEN_MASKED[0])
+    context, weights = unmasked(lambda: call_masked(student, q, k, v, None))
+    expected_c, expected_w = reference.masked_attention(q.double(), k.double(), v.double(), None)
+    expect.close(weights, expected_w, "weights (mask=None)", joint=context)
+    expect.close(context, expected_c, "context (mask=None)", joint=weights)
