@@ -214,12 +214,21 @@ def variants(x: torch.Tensor, state: dict[str, torch.Tensor], heads: int) -> dic
         "norm_not_layer_norm": dict(norm_kind="per_feature"),
         "norm_without_affine": dict(norm_kind="no_affine"),
     }
-    return {
+    out = {
         diagnosis: [forward(x, state, heads, **o) for o in options]
         if isinstance(options, list)
         else forward(x, state, heads, **options)
         for diagnosis, options in wrong.items()
     }
+    # linear1 or linear2 built with bias=False: the bias the grader loads has nowhere to go
+    biases = [["linear1.bias"], ["linear2.bias"], ["linear1.bias", "linear2.bias"]]
+    out["ff_linear_without_bias"] = [forward(x, without(state, names), heads) for names in biases]
+    return out
+
+
+def without(state: dict[str, torch.Tensor], names: list[str]) -> dict[str, torch.Tensor]:
+    """`state` with the parameters `names` set to zero (a layer that has no such parameter)."""
+    return {name: torch.zeros_like(value) if name in names else value for name, value in state.items()}
 
 
 # ---------------------------------------------------------------- dropout probes
