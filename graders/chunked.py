@@ -66,7 +66,8 @@ def online(
     it is full; `reset_sums`: l and acc started afresh in every chunk while m keeps running (on
     ordinary scores the same as `only_chunk="last"`, but a last chunk far below the maximum ends in
     0/0). `loop="first_twice"`: the sums initialised from the first chunk, then the loop run from
-    key 0 again, so the first chunk is added twice; `p_own_max`: each chunk's exponentials taken
+    key 0 again, so the first chunk is added twice, `"skip_first"`: the loop starts at chunk_size, so
+    the first chunk is never added; `p_own_max`: each chunk's exponentials taken
     relative to the chunk's own maximum while the sums are rescaled to the running one;
     `max_unscaled`: the running maximum taken over the unscaled scores q·kᵀ while the exponentials
     use the scaled ones (right on ordinary scores, 0/0 or inf/inf once they are large). `dtype`: the
@@ -85,6 +86,8 @@ def online(
     )  # fmt: skip
     if loop == "first_twice":
         starts = starts[:1] + starts
+    if loop == "skip_first":
+        starts = starts[1:]
     if only_chunk:
         starts = starts[:1] if only_chunk == "first" else starts[-1:]
     if per_chunk_softmax:
@@ -143,6 +146,7 @@ MISTAKES: dict[str, dict | list[dict]] = {  # diagnosis id -> the switches of `o
     "only_last_chunk": [dict(only_chunk="last"), dict(reset_sums=True)],
     "chunks_overlap": [dict(loop="every_key"), dict(loop="chunk_number"), dict(loop="chunk_count")],
     "first_chunk_twice": dict(loop="first_twice"),
+    "first_chunk_skipped": dict(loop="skip_first"),
     "p_uses_chunk_max": dict(p_own_max=True),
     "max_of_unscaled_scores": dict(max_unscaled=True),
 }
@@ -166,6 +170,7 @@ def variants(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, chunk: int) -> d
     if q.shape[-1] != v.shape[-1]:
         out["scale_uses_dv"] = online(q, k, v, chunk, scale=1 / math.sqrt(v.shape[-1]))
     out["divide_by_dk"] = online(q, k, v, chunk, scale=1 / q.shape[-1])  # the scale applied twice
+    out["scale_inverted"] = online(q, k, v, chunk, scale=math.sqrt(q.shape[-1]))  # times √d_k
     # a mistake whose output here is all NaN tells nothing: any other NaN-making slip would match it
     kept = {d: [t for t in each(got) if not _same(t, right) and bool(torch.isfinite(t).any())]
             for d, got in out.items()}  # fmt: skip
