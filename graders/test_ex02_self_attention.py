@@ -193,6 +193,8 @@ def layer_variants(state, x):
     out["value_from_key"] = A.attention(q, k, k)
     out["no_projections"] = A.attention(x, x, x)
     out["value_not_projected"] = A.attention(q, k, x)
+    out["query_or_key_not_projected"] = [A.attention(x, k, v), A.attention(q, x, v)]  # q = x, or k = x
+    out["keys_values_swapped"] = A.attention(q, v, k)  # scaled_dot_product_attention(q, v, k)
     out["keys_from_projected_queries"] = A.attention(q, A.project(q, state, "key"), v)  # k = key(q)
     normed = torch.nn.functional.layer_norm(x.double(), x.shape[-1:])
     out["input_normalised"] = A.attention(*(A.project(normed, state, name) for name in LAYERS))

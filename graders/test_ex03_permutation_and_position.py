@@ -101,7 +101,9 @@ def student_batch(student, tokens):
     embed = tokens.shape[-1]
     got = student.make_order_batch(tokens)
     wrong = {diagnosis: shape for diagnosis, (shape, _) in batch_layouts(embed).items()}
-    return expect.tensor(got, "make_order_batch(tokens)", (3, 5, embed), shape_variants={**wrong, **feature_axis(embed)})
+    return expect.tensor(
+        got, "make_order_batch(tokens)", (3, 5, embed), shape_variants={**wrong, **feature_axis(embed)}
+    )
 
 
 def feature_axis(embed: int) -> dict[str, tuple[int, ...]]:
@@ -117,14 +119,35 @@ def check_batch_values(batch, tokens, expected=None):
             batch[sample], want, f"make_order_batch(tokens)[{sample}]",
             variants={"reversed_wrong_dim": tokens.flip(-1), "reversed_both_dims": tokens.flip(0, -1),
                       "reversed_by_sorting": tokens.sort(dim=0, descending=True).values},
-            estimators=[P.token_order_estimator(tokens, order, sample)],
+            estimators=[same_as_other_sample(batch, tokens, sample), P.token_order_estimator(tokens, order, sample)],
         )  # fmt: skip
+
+
+def same_as_other_sample(batch, tokens, sample: int):
+    """An estimator naming a sample that holds another sample's tokens in that sample's own order,
+    identical to it: built with its order, or changed by an in-place shuffle of a tensor both use
+    (shuffled = tokens is no copy)."""
+
+    def estimate(got):
+        found = P.token_order(got, tokens)
+        for other, order in enumerate(P.LESSON_ORDERS):
+            if (
+                found is not None
+                and other != sample
+                and found == list(order)
+                and expect.largest_difference(got, batch[other]) == 0
+            ):
+                return "sample_shares_tokens", {"sample": sample, "other": other, "got": P.letters(found)}
+        return None
+
+    return estimate
 
 
 def slots_astray(outputs, order):
     """An estimator naming a restore that is right but at one or two positions (a loop building the
     inverse that skips its first or last step, say): every row comes from `outputs`, a few at the
     wrong place."""
+
     def by_position(t: torch.Tensor) -> torch.Tensor:  # (..., L, E) -> (L, everything else)
         return t.detach().double().movedim(-2, 0).reshape(len(order), -1)
 
@@ -180,7 +203,9 @@ def student_pe(student, seq_len, d_model, *, as_meant=True):
     got = student.sinusoidal_positional_encoding(seq_len, d_model)
     table = expect.tensor(as_numbers(got) if as_meant else got, name)
     if columns_sliced(table, seq_len, d_model):  # no reading of it is the table: name the cut
-        expect.tensor(table, name, (seq_len, d_model), shape_variants={"pe_sliced_columns": tuple(table.shape)})
+        expect.tensor(
+            table, name, (seq_len, d_model), shape_variants={"pe_sliced_columns": tuple(table.shape)}
+        )
     if as_meant and table.dim() > 2 and [n for n in table.shape if n != 1] == [seq_len, d_model]:
         table = table.reshape(seq_len, d_model)  # an axis of size 1 to spare (a batch axis, say)
     if as_meant and seq_len != d_model and tuple(table.shape) == (d_model, seq_len):
@@ -253,6 +278,7 @@ def test_restore_single(student, rng):
             "restore_flips": outputs.flip(-2),
             "restore_does_nothing": outputs,
             "restore_feature_dim": outputs[:, P.inverse(order)] if EMBED >= len(order) else None,
+            "restore_inverse_reversed": outputs[P.inverse(order)[::-1]],  # argsort(descending=True)
         }
         expect.close(got, P.restore(outputs, order), label, variants=variants,
                      estimators=[slots_astray(outputs, order)])  # fmt: skip
@@ -398,5 +424,6 @@ def test_orders_match_reference(student, reference, rng):
     outputs = torch.randn(2, 9, 3, generator=rng)  # (B, L, E)
     got, label = student_restore(student, outputs, order)
     expect.close(got, reference.restore_order(outputs.double(), list(order)), label,
-                 variants={"restore_forward_instead_of_inverse": outputs[:, order]},
+                 variants={"restore_forward_instead_of_inverse": outputs[:, order],
+                           "restore_inverse_reversed": outputs[:, P.inverse(order)[::-1]]},
                  estimators=[slots_astray(outputs, order)])  # fmt: skip

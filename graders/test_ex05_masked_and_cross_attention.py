@@ -51,11 +51,37 @@ def full(mask: torch.Tensor, shape) -> torch.Tensor:
     return torch.broadcast_to(mask, shape).clone()
 
 
+def lost_axis(q, k, mask):
+    """Name the shape error of the mask reduced over the keys without keepdim, `mask.any(dim=-1)`:
+    (..., L) where (..., L, 1) was meant, so broadcasting lines its axes up one place to the right of
+    the scores' (..., L, S). The error torch gives for that pair of shapes (the first axis, from the
+    right, where they differ) names it."""
+    scores = (*q.shape[:-1], k.shape[-2])
+    if not isinstance(mask, torch.Tensor) or mask.dim() < 1:
+        return expect.known_errors({})
+    try:
+        scores = tuple(torch.broadcast_shapes(scores, tuple(mask.shape)))
+    except RuntimeError:
+        return expect.known_errors({})
+    reduced = (1,) * (len(scores) - mask.dim() + 1) + tuple(mask.shape[:-1])  # right-aligned
+    clash = next(((reduced[i], scores[i], i) for i in reversed(range(len(scores)))
+                  if 1 not in (reduced[i], scores[i]) and reduced[i] != scores[i]), None)  # fmt: skip
+    if clash is None:
+        return expect.known_errors({})
+    a, b, axis = clash
+    pattern = "|".join(
+        rf"size of tensor a \({x}\) must match the size of tensor b \({y}\) at non-singleton dimension {axis}\b"
+        for x, y in ((a, b), (b, a))
+    )
+    return expect.known_errors({"reduced_without_keepdim": pattern})
+
+
 def call_masked(student, q, k, v, mask):
     """(context, weights), read as meant: the other order, or the context alone, taken for what they
     are (`masked_shapes` charges the order)."""
     lead = q.shape[:-1]
-    got = student.masked_attention(q, k, v, mask)
+    with lost_axis(q, k, mask):
+        got = student.masked_attention(q, k, v, mask)
     return expect.pair_as_meant(got, ATTEND, ((*lead, v.shape[-1]), (*lead, k.shape[-2])))
 
 
@@ -98,6 +124,27 @@ def own_answer(student, x, memory, state, heads, memory_mask):
     ):  # fmt: skip
         return None
     return A.project(M.merge_heads(context.double()), state, "out_proj"), weights
+
+
+def unmasked(call):
+    """`call()`, a call of the student's masked_attention with mask=None made after it answered with a
+    mask: if it raises, that is the default mask=None left unhandled (the mask used without a test
+    for None), and no other check calls it so."""
+    try:
+        return call()
+    except StudentCodeError as exc:
+        if exc.diagnosis is None:
+            exc.diagnosis = "mask_none_not_handled"
+        raise
+
+
+def own_unmasked(student, x, memory, state, heads):
+    """CrossAttention without a memory_mask judged with the student's own masked_attention: its call
+    with mask=None on the layer's projections, where it answers with a padding mask (a function that
+    does not answer at all is replaced by a correct one, `cross_module`, and charged by its own checks)."""
+    if answers_with_padding(student):
+        q, k, v = projections(x, memory, state, heads)
+        unmasked(lambda: student.masked_attention(q, k, v, None))
 
 
 def cross_module(student, rng):
@@ -329,8 +376,9 @@ def test_masked_shapes(student, rng):
         lead, length, keys = q.shape[:-2], q.shape[-2], k.shape[-2]
         mask = K.random_mask(rng, (*lead, length, keys))
         shapes = ((*lead, length, v.shape[-1]), (*lead, length, keys))
-        context, weights = expect.pair_in_order(student.masked_attention(q, k, v, mask), ATTEND, shapes,
-                                                ("context", "weights"))  # fmt: skip
+        with lost_axis(q, k, mask):
+            got = student.masked_attention(q, k, v, mask)
+        context, weights = expect.pair_in_order(got, ATTEND, shapes, ("context", "weights"))
         expect.tensor(weights, "weights", (*lead, length, keys), finite=False)
         expect.tensor(context, "context", (*lead, length, v.shape[-1]), finite=False)
 
@@ -439,7 +487,8 @@ def test_masked_fully_masked_row(student, rng):
     that tells mistakes with the same empty row apart (ignoring the mask or inverting it)."""
     q, k, v = qkv(rng, MASKED_SHAPES[0], torch.float64)
     mask = every_key_seen(K.random_mask(rng, (*q.shape[:-1], k.shape[-2]), full_rows=1), full_rows=1)
-    returned = student.masked_attention(q, k, v, mask)
+    with lost_axis(q, k, mask):
+        returned = student.masked_attention(q, k, v, mask)
     lead = q.shape[:-1]
     context, weights = expect.pair_as_meant(returned, ATTEND, ((*lead, v.shape[-1]), (*lead, k.shape[-2])))
     weights = expect.tensor(weights, "weights", (*q.shape[:-1], k.shape[-2]), finite=False)
@@ -509,6 +558,8 @@ def test_cross_matches_oracle(student, rng, evidence):
     for i, (batch, length, keys, embed, heads) in enumerate(CROSS_CONFIGS):
         layer, state, x, memory, mask = student_layer(student, rng, batch, length, keys, embed, heads)
         for memory_mask in (mask, None):
+            if memory_mask is None:
+                own_unmasked(student, x, memory, state, heads)
             expected = K.torch_cross_oracle(x, memory, state, heads, memory_mask)
             shown = evidence if i == 0 and memory_mask is not None else None
             compare_cross(student, layer, state, x, memory, memory_mask, heads, expected, shown)
@@ -591,3 +642,9 @@ def test_matches_reference(student, reference, rng):
         with torch.no_grad():
             expected = trusted(x.double(), memory.double(), mask)
         compare_cross(student, layer, state, x, memory, mask, heads, expected)
+    # no mask at all (mask=None, the default): the plain softmax
+    q, k, v = qkv(rng, HIDDEN_MASKED[0])
+    context, weights = unmasked(lambda: call_masked(student, q, k, v, None))
+    expected_c, expected_w = reference.masked_attention(q.double(), k.double(), v.double(), None)
+    expect.close(weights, expected_w, "weights (mask=None)", joint=context)
+    expect.close(context, expected_c, "context (mask=None)", joint=weights)
