@@ -12,6 +12,7 @@ layer's projections; where that function cannot answer at all, a correct one tak
 """
 
 import inspect
+from functools import partial
 
 import numpy as np
 import torch
@@ -88,7 +89,7 @@ def call_masked(student, q, k, v, mask):
 def compare_masked(student, q, k, v, mask, evidence=None):
     context, weights = call_masked(student, q, k, v, mask)
     expected_c, expected_w = K.attention(q, k, v, mask)
-    pairs = K.variants(q, k, v, mask)
+    pairs = expect.once(partial(K.variants, q, k, v, mask))
     if evidence is not None and isinstance(weights, torch.Tensor) and weights.shape == expected_w.shape:
         evidence.heatmap("weights[0]", weights[0].double(), expected_w[0])
     joint_c = context if isinstance(context, torch.Tensor) else None
@@ -226,13 +227,19 @@ def run(layer, x, memory, mask, heads):
                                 ((batch, length, embed), (batch, heads, length, memory.shape[1])))  # fmt: skip
 
 
+def heads_averaged(pairs) -> dict:
+    """(output, weights) variants with the weights averaged over the heads (`pairs`: a function)."""
+    return {d: A.each(v, lambda pair: (pair[0], pair[1].mean(1) if pair[1].dim() == 4 else pair[1]))
+            for d, v in pairs().items()}  # fmt: skip
+
+
 def compare_cross(student, layer, state, x, memory, mask, heads, expected, evidence=None):
     """Weights, then output, against `expected` or the student's own masked_attention's answer."""
     output, weights = run(layer, x, memory, mask, heads)
     expected_out, expected_w = expected
     own = own_answer(student, x, memory, state, heads, mask)
     own_out, own_w = own if own is not None else (None, None)
-    pairs = K.cross_variants(x, memory, state, heads, mask)
+    pairs = expect.once(partial(K.cross_variants, x, memory, state, heads, mask))
     if evidence is not None and isinstance(weights, torch.Tensor) and weights.shape == expected_w.shape:
         for head in range(weights.shape[1]):
             evidence.heatmap(f"weights[-1, {head}]", weights[-1, head].double(), expected_w[-1, head])
@@ -241,8 +248,7 @@ def compare_cross(student, layer, state, x, memory, mask, heads, expected, evide
         # (`cross_shapes` charges the shape)
         expected_w = expected_w.mean(1)
         own_w = own_w.mean(1) if isinstance(own_w, torch.Tensor) and own_w.dim() == 4 else own_w
-        pairs = {d: A.each(v, lambda pair: (pair[0], pair[1].mean(1) if pair[1].dim() == 4 else pair[1]))
-                 for d, v in pairs.items()}  # fmt: skip
+        pairs = expect.once(partial(heads_averaged, pairs))
     joint_out = output if isinstance(output, torch.Tensor) else None
     joint_w = weights if isinstance(weights, torch.Tensor) else None
     expect.close(weights, expected_w, "weights", readings=[own_w], variants=A.swapped(pairs), joint=joint_out)
@@ -632,7 +638,7 @@ def test_matches_reference(student, reference, rng):
             mask[..., 1, 0] = True
         context, weights = call_masked(student, q, k, v, mask)
         expected_c, expected_w = reference.masked_attention(q.double(), k.double(), v.double(), mask)
-        pairs = K.variants(q, k, v, mask)
+        pairs = expect.once(partial(K.variants, q, k, v, mask))
         expect.close(weights, expected_w, "weights", variants=A.swapped(pairs), joint=context)
         expect.close(context, expected_c, "context", variants=pairs, joint=weights)
     for batch, length, keys, embed, heads in HIDDEN_CROSS:

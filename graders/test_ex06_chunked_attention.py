@@ -11,6 +11,8 @@ up. Peak memory is read by the trusted side from the kernel (`expect.peak_memory
 from the submission.
 """
 
+from functools import partial
+
 import torch
 
 from graders import attention as A
@@ -97,7 +99,11 @@ def compare(got, q, k, v, chunk, readings=(), name="context"):
     """`got` against the formula (or a reading of the student's own), naming the mistakes of
     graders/chunked.py at this chunk size."""
     expect.close(
-        got, A.attention(q, k, v)[0], name, readings=list(readings), variants=C.variants(q, k, v, chunk)
+        got,
+        A.attention(q, k, v)[0],
+        name,
+        readings=list(readings),
+        variants=partial(C.variants, q, k, v, chunk),
     )
 
 
@@ -276,7 +282,10 @@ def test_chunked_matches_reference(student, reference, rng):
         q, k, v = qkv(rng, shapes)
         expected = reference.chunked_attention(q.double(), k.double(), v.double(), chunk)
         expect.close(
-            context(student, q, k, v, chunk), expected, "context", variants=C.variants(q, k, v, chunk)
+            context(student, q, k, v, chunk),
+            expected,
+            "context",
+            variants=partial(C.variants, q, k, v, chunk),
         )
 
 

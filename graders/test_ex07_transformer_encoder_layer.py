@@ -10,6 +10,7 @@ make each dropout site's zeros and scale readable from the layer's output, over 
 """
 
 import math
+from functools import partial
 
 import torch
 
@@ -132,7 +133,11 @@ def compare(module, rng, config, evidence=None):
     if evidence is not None and isinstance(got, torch.Tensor) and got.shape == expected.shape:
         evidence.heatmap("output[0]", got[0].double(), expected[0])
     expect.close(
-        got, expected, "output", variants=E.variants(x, state, heads), estimators=[random_in_eval(layer, x)]
+        got,
+        expected,
+        "output",
+        variants=partial(E.variants, x, state, heads),
+        estimators=[random_in_eval(layer, x)],
     )
 
 

@@ -8,6 +8,7 @@ behave as this one with its queries halved); the values are compared with the fl
 """
 
 import math
+from functools import partial
 
 import torch
 
@@ -266,7 +267,7 @@ def compare(layer, state, x, evidence=None):
         got,
         expected,
         "context",
-        variants=variants(x, state),
+        variants=partial(variants, x, state),
         estimators=[random_in_eval(layer, x), scale_estimator(x, state)],
     )
 
@@ -413,6 +414,6 @@ def test_fix_matches_reference(student, reference, rng):
             got,
             expected,
             "context",
-            variants=variants(x, state),
+            variants=partial(variants, x, state),
             estimators=[random_in_eval(layer, x), scale_estimator(x, state)],
         )

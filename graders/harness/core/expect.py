@@ -203,6 +203,19 @@ def find_variant(
     return None if rivals else best
 
 
+def once(compute: Callable[[], Mapping[str, Variant]]) -> Callable[[], Mapping[str, Variant]]:
+    """`compute` called at most once, its result kept: variants two checks of one probe share (the
+    weights' and the output's), computed only if one of them fails."""
+    kept: list = []
+
+    def variants() -> Mapping[str, Variant]:
+        if not kept:
+            kept.append(compute())
+        return kept[0]
+
+    return variants
+
+
 def close(
     got,
     expected: torch.Tensor,
