@@ -6,7 +6,9 @@ In ONE run, interleaved round by round so that the machine's noise falls on ever
 it times (wall clock, median over the rounds, and the process tree's CPU time):
 
 1. the floor: `python -c "import torch, pytest"` (what any grader written in Python and pytest
-   must pay before it grades anything);
+   must pay before it grades anything), and beside it the same imports ended with `os._exit`:
+   `grade.py` ends so once its reports are written (the exit handlers run, the interpreter's
+   teardown of torch, ~0.4 s, is skipped), and the floor, as issue 12 defined it, includes it;
 2. `python grade.py SUB --format json` on a correct submission of every exercise;
 3. the same with `--exercise` on exercises 1-4 (a full submission when issue 12 set its target);
 4. the same with `--exercise` on one exercise;
@@ -106,6 +108,9 @@ def main() -> int:
         original = [e for e in ORIGINAL if e in exercises]
         ways = {
             "floor: import torch, pytest": [py, "-c", "import torch, pytest"],
+            # the same imports, then os._exit as grade.py ends: the interpreter's teardown of torch
+            # (~0.4 s) is part of the floor above but not of a grade; shown so that the gain is seen
+            "  the same, exit without teardown": [py, "-c", "import os, torch, pytest; os._exit(0)"],
             f"grade.py, all {len(exercises)} exercises": [
                 py, "grade.py", str(sub), "--format", "json", "--seed", "1", "--out", str(out)
             ],
@@ -136,7 +141,7 @@ def main() -> int:
         wall, cpu = statistics.median(walls[name]), statistics.median(cpus[name])
         ratios = [w / f for w, f in zip(walls[name], walls["floor: import torch, pytest"], strict=True)]
         ratio = statistics.median(ratios)  # of each round's ratio: the floor measured beside it
-        verdict = "" if name.startswith("floor") else ("met" if ratio <= GRADE_TARGET else "NOT met")
+        verdict = "" if not name.startswith("grade.py") else ("met" if ratio <= GRADE_TARGET else "NOT met")
         print(f"{name:44} {wall:8.2f} {cpu:8.2f} {ratio:8.2f}  {verdict}")
     watch = statistics.median(latencies)
     verdict = "met" if watch <= WATCH_TARGET else "NOT met"

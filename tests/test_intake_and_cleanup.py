@@ -7,6 +7,7 @@ each with its own TMPDIR to look into afterwards.
 from __future__ import annotations
 
 import csv
+import json
 import os
 import signal
 import struct
@@ -378,6 +379,24 @@ def test_ctrl_c_in_single_mode_stops_at_once_writes_nothing_and_leaves_nothing(t
     assert out == ""
     assert err.strip().splitlines() == [say("cli.interrupted")(lang)]
     assert not html_report_path(PROJECT, sub).exists()
+    assert wait_until(lambda: not leftovers(tmp)), leftovers(tmp)
+
+
+@pytest.mark.parametrize("outcome", ["graded", "usage error"])
+def test_a_single_grade_leaves_nothing_whether_it_grades_or_not(tmp_path, outcome):
+    """`python grade.py` skips the interpreter's teardown (torch's alone is ~0.4 s) but runs the
+    exit handlers: the sandbox it started before reading its arguments (unused after a usage error)
+    is stopped, its folder removed, and the report is whole."""
+    sub, tmp = tmp_path / "work", tmp_path / "tmp"
+    sub.mkdir()
+    (sub / FILE).write_text(REFERENCE, encoding="utf-8")
+    args = single(sub, "--format", "json") if outcome == "graded" else single(tmp_path / "nowhere")
+    done = subprocess.run(args, env=env_with_tmp(tmp), capture_output=True, text=True, timeout=300)
+    if outcome == "graded":
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["score"] == PROJECT.load_manifest(EX).max_score
+    else:
+        assert done.returncode == 2 and "nowhere" in done.stderr
     assert wait_until(lambda: not leftovers(tmp)), leftovers(tmp)
 
 
