@@ -644,9 +644,10 @@ def _run(
 
 
 if __name__ == "__main__":
+    from ..sandbox.launch import exit_now
     from .job import main
 
-    sys.exit(main())
+    exit_now(main())  # the batch waits for its jobs to end: not for torch's teardown as well
 
 
 def cmd_similarity(argv: list[str], project: Project) -> int:

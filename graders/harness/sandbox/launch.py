@@ -137,6 +137,20 @@ def take_interrupts() -> bool:
     return came
 
 
+def exit_now(status: int) -> None:
+    """End this process with `status` once its work is done: the exit handlers run (an unused
+    prestarted zygote, temporary folders, logging), the standard streams are flushed, and the
+    interpreter's own teardown is skipped, which for a process that imported torch is ~0.4 s of
+    taking modules apart that nobody needs."""
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(status)
+
+
 def prestart() -> None:
     """Start a zygote with the default options now; the next default `SandboxPool` adopts it."""
     global _prestarted
