@@ -378,7 +378,7 @@ def make_vjp(worker, seal):
                 cls = own_override(value)
                 if cls is not None:
                     raise Unfit(
-                        f"{what} of your code is a {cls}, a tensor class of your own that overrides torch's"
+                        f"{what} of your code is of class {cls}, a tensor class of your own that overrides torch's"
                         " functions: the gradients are computed with torch's own autograd on plain tensors"
                     )
         changed = broken()
