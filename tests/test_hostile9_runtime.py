@@ -53,32 +53,48 @@ def session_with(tmp_path, pool, exercise, source, banned):
 
 
 @pytest.mark.parametrize(
-    "call, line",
+    "call",
     [
-        ("torch._scaled_dot_product_flash_attention_for_cpu(q, q, q)[0]", 8),
-        ("_OP(q, q, q)[0]", 8),
-        ("torch.ops.aten.scaled_dot_product_attention.default(q, q, q)", 8),
+        "torch._scaled_dot_product_flash_attention_for_cpu(q, q, q)[0]",
+        "_OP(q, q, q)[0]",
+        "torch.ops.aten.scaled_dot_product_attention.default(q, q, q)",
+        "torch._C._VariableFunctions._scaled_dot_product_flash_attention_for_cpu(q, q, q)[0]",
+        "_ORIGINAL(q, q, q)",
+        "_in_inference_mode(lambda: _ORIGINAL(q, q, q))",
     ],
 )
-def test_a_banned_operator_under_any_of_its_names_is_a_hit(pool, tmp_path, call, line):
-    """s1, s4: the kernel under its top-level alias, the C++ function table, an OpOverload taken out
-    of torch._decomp's table (built before the tripwire), the aten packet of a banned function."""
+def test_a_banned_operator_under_any_of_its_names_is_a_hit(pool, tmp_path, call):
+    """s1, s2, s4: the kernel under its top-level alias and in the C++ function table (which no
+    Python wrapper can replace), an OpOverload taken out of torch._decomp's table (built before the
+    tripwire), the aten packet of a banned function, the original function read out of the
+    wrapper's closure (also under inference mode): each reaches the dispatcher, where the tripwire
+    watches the operator itself. (TorchScript compiled from a string cannot even compile here: the
+    compiler meets the Python wrappers, and its own import of `inspect` is refused.)"""
     source = f"""import torch
 import torch._decomp as tables
+import torch.nn.functional as F
 
 _OP = [k for k in tables.decomposition_table if "flash_attention_for_cpu" in str(k)][0]
+_CELLS = [c.cell_contents for c in F.scaled_dot_product_attention.__closure__]
+_ORIGINAL = [v for v in _CELLS if type(v).__name__ == "builtin_function_or_method"][0]
+
+
+def _in_inference_mode(f):
+    with torch.inference_mode():
+        return f()
 
 
 def run(q):
     return {call}
 """
+    line = source.splitlines().index("def run(q):") + 2
     session, student = session_with(tmp_path, pool, EX4, source, BANNED)
     try:
         student.run(torch.randn(1, 2, 3, 4))
         hits = student._tripwire()
     finally:
         session.close()
-    assert [h for h in hits if h[1] == line], hits
+    assert hits and all(h[1] == line for h in hits), hits
 
 
 WALK = """import torch.nn as nn

@@ -76,9 +76,11 @@ class Tripwire:
     """
 
     def __init__(self, record) -> None:
-        self.record = record  # (dotted name) -> None: sends the hit (see `make_recorder`)
+        self.record = record  # (dotted name, owned_only=False) -> None: sends the hit (`make_recorder`)
         self.banned_of: dict[str, set[str]] = {}
-        self.installed: dict[str, tuple] = {}  # name watched -> (owner, attribute, wrapper)
+        self.installed: dict[str, tuple] = {}  # name watched -> (owner, attribute, wrapper, reported)
+        self.dispatched: set[str] = set()  # aten operators watched at the dispatcher
+        self._library = None  # torch.library.Library("aten", "IMPL"), made on first use
 
     @staticmethod
     def _resolve(dotted: str):
@@ -131,6 +133,46 @@ class Tripwire:
         for dotted in sorted(names):
             for alias in self._aliases(dotted):
                 self._install(alias, dotted)
+        for dotted in sorted(names):
+            self._watch_dispatcher(dotted)
+
+    def _watch_dispatcher(self, reported: str) -> None:
+        """Watch the aten operator named like `reported` (if there is one) in the dispatcher itself:
+        a kernel at the ADInplaceOrView key, which every call of the operator on an ordinary CPU
+        tensor passes through after autograd has recorded it, sends the hit (when an exercise's
+        code is on the stack) and redispatches to the real kernel, so the result and its gradient
+        are torch's own. It sees the calls no Python wrapper can: the original function read out
+        of a wrapper's closure, `torch._C._VariableFunctions.X`, TorchScript, a C++ caller. It
+        costs nothing to a submission that does not call the operator. (Under
+        `torch.inference_mode` tensors skip that key: see `_inference_as_no_grad`.)"""
+        name = reported.rsplit(".", 1)[-1]
+        packet = getattr(torch.ops.aten, name, None) if name.isidentifier() else None
+        if not isinstance(packet, torch._ops.OpOverloadPacket):
+            return
+        if self._library is None:
+            self._library = torch.library.Library("aten", "IMPL")
+        after, record = torch._C._after_ADInplaceOrView_keyset, self.record
+        for overload_name in packet.overloads():
+            overload = getattr(packet, overload_name)
+            qualified = overload._schema.name + ("." + overload_name if overload_name != "default" else "")
+            if qualified in self.dispatched:
+                continue
+            if torch._C._dispatch_has_kernel_for_dispatch_key(overload.name(), "ADInplaceOrView"):
+                continue  # a view or in-place operator has a kernel there already: not ours to replace
+            if torch._C._dispatch_has_kernel_for_dispatch_key(overload.name(), "CompositeImplicitAutograd"):
+                continue  # decomposes before that key: its parts are watched on their own
+            redispatch = overload.redispatch
+
+            def kernel(keyset, *args, _redispatch=redispatch, _reported=reported, **kwargs):
+                record(_reported, True)
+                return _redispatch(keyset & after, *args, **kwargs)
+
+            try:
+                key = name if overload_name == "default" else f"{name}.{overload_name}"
+                self._library.impl(key, kernel, "ADInplaceOrView", with_keyset=True)
+            except (RuntimeError, ValueError):
+                continue
+            self.dispatched.add(qualified)
 
     def _install(self, alias: str, reported: str) -> None:
         if alias in self.installed:
@@ -227,6 +269,25 @@ def make_sibling_loader(sibling_sources, siblings, owners, student_files):
     return load
 
 
+def inference_as_no_grad() -> None:
+    """In the worker, `torch.inference_mode()` turns gradients off as `torch.no_grad()` does and makes
+    no inference tensors: those skip the dispatcher key the tripwire watches banned operators at
+    (`Tripwire._watch_dispatcher`). What the submission computes is the same; only the flag that
+    forbids using such a tensor in autograd later is not set (more permissive, never less)."""
+    cls = torch.autograd.grad_mode.inference_mode
+    set_grad, grad_enabled = torch._C._set_grad_enabled, torch.is_grad_enabled
+
+    def __enter__(self) -> None:
+        self._worker_prev = grad_enabled()
+        if self.mode:
+            set_grad(False)
+
+    def __exit__(self, exc_type, exc_value, traceback) -> None:
+        set_grad(self._worker_prev)
+
+    cls.__enter__, cls.__exit__ = __enter__, __exit__
+
+
 def make_recorder(owners, sendall, lock):
     """`record(dotted)`: find the innermost frame of an exercise's code (`owners`: a read-only map
     from id of a module's globals to its exercise) and send the hit now, as an event frame (it
@@ -234,7 +295,7 @@ def make_recorder(owners, sendall, lock):
     getframe, pack = sys._getframe, wire.pack_frame
     get = owners.get
 
-    def record(dotted: str) -> None:
+    def record(dotted: str, owned_only: bool = False) -> None:
         frame, owner, line = getframe(2), None, 0
         while frame is not None:
             space = frame.f_globals
@@ -243,6 +304,8 @@ def make_recorder(owners, sendall, lock):
                 line = frame.f_lineno
                 break
             frame = frame.f_back
+        if owned_only and owner is None:  # the dispatcher's watch: torch's own calls (backward) pass
+            return
         data = pack({"event": "tripwire", "module": owner, "what": dotted, "line": int(line)})
         with lock:
             sendall(data)
@@ -378,8 +441,9 @@ def make_vjp(worker, seal):
                 cls = own_override(value)
                 if cls is not None:
                     raise Unfit(
-                        f"{what} of your code is of class {cls}, a tensor class of your own that overrides torch's"
-                        " functions: the gradients are computed with torch's own autograd on plain tensors"
+                        f"{what} of your code is of class {cls}, a tensor class of your own that overrides"
+                        " torch's functions: the gradients are computed with torch's own autograd on plain"
+                        " tensors"
                     )
         changed = broken()
         if changed or dispatch_modes() > 0:  # what computes the gradients is no longer torch's
@@ -715,6 +779,7 @@ class Worker:
 
 
 def main(sock, allowed_imports) -> None:
+    inference_as_no_grad()
     worker = Worker(sock, frozenset(allowed_imports))
     watch_introspection(worker.student_files, worker.introspection_notifier())
     worker.install_import_guard()
