@@ -646,8 +646,12 @@ class SandboxWorker:
                     events += 1
                 else:
                     repeats += 1
-                if events > MAX_EVENTS_PER_REQUEST or repeats > MAX_REPEATS_PER_REQUEST:
+                if events > MAX_EVENTS_PER_REQUEST:
                     raise wire.WireError(f"more than {MAX_EVENTS_PER_REQUEST} event frames for one request")
+                if repeats > MAX_REPEATS_PER_REQUEST:
+                    raise wire.WireError(
+                        f"more than {MAX_REPEATS_PER_REQUEST} calls of banned functions in one request"
+                    )
             if header is not None and reply.get("nonce") != self._nonce:  # forged or stale: out of turn
                 raise wire.WireError("a reply arrived out of turn")
             if header is not None and header.get("op") == "tripwire" and reply.get("ok") is True:
