@@ -141,10 +141,12 @@ class Tripwire:
         a kernel at the ADInplaceOrView key, which every call of the operator on an ordinary CPU
         tensor passes through after autograd has recorded it, sends the hit (when an exercise's
         code is on the stack) and redispatches to the real kernel, so the result and its gradient
-        are torch's own. It sees the calls no Python wrapper can: the original function read out
-        of a wrapper's closure, `torch._C._VariableFunctions.X`, TorchScript, a C++ caller. It
-        costs nothing to a submission that does not call the operator. (Under
-        `torch.inference_mode` tensors skip that key: see `_inference_as_no_grad`.)"""
+        are torch's own; an operator torch decomposes (`scaled_dot_product_attention`, its math
+        path) is watched at AutogradCPU and runs the same decomposition (`OpOverload.decompose`).
+        It sees the calls no Python wrapper can: the original function read out of a wrapper's
+        closure, `torch._C._VariableFunctions.X`, TorchScript, a C++ caller. It costs nothing to a
+        submission that does not call the operator. (Inference tensors skip both keys: see
+        `inference_as_no_grad`.)"""
         name = reported.rsplit(".", 1)[-1]
         packet = getattr(torch.ops.aten, name, None) if name.isidentifier() else None
         if not isinstance(packet, torch._ops.OpOverloadPacket):
@@ -159,17 +161,28 @@ class Tripwire:
                 continue
             if torch._C._dispatch_has_kernel_for_dispatch_key(overload.name(), "ADInplaceOrView"):
                 continue  # a view or in-place operator has a kernel there already: not ours to replace
-            if torch._C._dispatch_has_kernel_for_dispatch_key(overload.name(), "CompositeImplicitAutograd"):
-                continue  # decomposes before that key: its parts are watched on their own
-            redispatch = overload.redispatch
-
-            def kernel(keyset, *args, _redispatch=redispatch, _reported=reported, **kwargs):
-                record(_reported, True)
-                return _redispatch(keyset & after, *args, **kwargs)
-
+            key = name if overload_name == "default" else f"{name}.{overload_name}"
             try:
-                key = name if overload_name == "default" else f"{name}.{overload_name}"
-                self._library.impl(key, kernel, "ADInplaceOrView", with_keyset=True)
+                if torch._C._dispatch_has_kernel_for_dispatch_key(
+                    overload.name(), "CompositeImplicitAutograd"
+                ):
+                    # decomposed at the autograd key, before ADInplaceOrView: watched there, and
+                    # computed by the same decomposition torch would run (`decompose`)
+                    decompose = overload.decompose
+
+                    def composite(*args, _decompose=decompose, _reported=reported, **kwargs):
+                        record(_reported, True)
+                        return _decompose(*args, **kwargs)
+
+                    self._library.impl(key, composite, "AutogradCPU")
+                else:
+                    redispatch = overload.redispatch
+
+                    def kernel(keyset, *args, _redispatch=redispatch, _reported=reported, **kwargs):
+                        record(_reported, True)
+                        return _redispatch(keyset & after, *args, **kwargs)
+
+                    self._library.impl(key, kernel, "ADInplaceOrView", with_keyset=True)
             except (RuntimeError, ValueError):
                 continue
             self.dispatched.add(qualified)
