@@ -66,13 +66,20 @@ class Tripwire:
     sent: which hit is a repeat is decided on the trusted side (`SandboxWorker._event`), which keeps
     the record; the worker keeps none, so there is no "already sent" state here to fake.
 
+    Each banned aten operator is also watched in the dispatcher itself (`_watch_dispatcher`), which
+    sees the calls that pass no Python wrapper: an original read out of a wrapper's closure, the C++
+    function table, TorchScript, torch's own C++ code called by the submission.
+
     What a wrapper closes over is the original, the name it reports and `record`, a plain function
     whose closure holds the socket's `sendall`, the frame packer, a lock, `sys._getframe` and a
     read-only view of which globals belong to which exercise: no object with attributes that turn
     it off, and nothing that leads to the Worker. What in-process code can still do: rewrite a
     closure cell (``wrapper.__closure__[i].cell_contents = …``) or call the original it reads out
     of one; both need `__closure__`/`cell_contents` (or an eval gadget that writes them), which the
-    static rule flags. `report(module)` names any wrapper found no longer in place.
+    static rule flags; a Python-level original that torch decomposes into unwatched operators
+    (`torch._scaled_dot_product_attention_math`'s own original) is then not seen at run time. The
+    dispatcher's kernels are held by `torch.library`, whose registry is a private torch namespace
+    (flagged too). `report(module)` names any wrapper found no longer in place.
     """
 
     def __init__(self, record) -> None:
