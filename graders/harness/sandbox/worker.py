@@ -76,10 +76,10 @@ class Tripwire:
     it off, and nothing that leads to the Worker. What in-process code can still do: rewrite a
     closure cell (``wrapper.__closure__[i].cell_contents = …``) or call the original it reads out
     of one; both need `__closure__`/`cell_contents` (or an eval gadget that writes them), which the
-    static rule flags; a Python-level original that torch decomposes into unwatched operators
-    (`torch._scaled_dot_product_attention_math`'s own original) is then not seen at run time. The
-    dispatcher's kernels are held by `torch.library`, whose registry is a private torch namespace
-    (flagged too). `report(module)` names any wrapper found no longer in place.
+    static rule flags; the dispatcher's watch still sees such a call unless the submission also
+    steps around the dispatcher keys it sits at (torch's private guards that exclude them, a
+    `torch.library` registration of its own, a dispatch mode), all private torch namespaces the
+    static rule flags too. `report(module)` names any wrapper found no longer in place.
     """
 
     def __init__(self, record) -> None:
