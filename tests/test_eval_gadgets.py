@@ -54,6 +54,12 @@ GADGETS = [
     ("g = torch.fx.symbolic_trace(m)\n", "torch.fx"),
     ("g = torch.compile(m)\n", "torch.compile"),
     ("t = torch.overrides.get_overridable_functions()\n", "torch.overrides"),
+    # a module off the import allow-list held by an allowed one (the e1 class: the allow-list)
+    ("o = torch.os\n", "torch.os"),
+    ("c = torch.ctypes.CDLL(None)\n", "torch.ctypes"),
+    ("from torch import os\n", "os"),
+    ("import dataclasses\ni = dataclasses.inspect\n", "dataclasses.inspect"),
+    ("m = F.importlib.import_module('os')\n", "F.importlib"),
 ]
 
 

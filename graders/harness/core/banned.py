@@ -65,6 +65,12 @@ INDIRECT_ATTRS = {
     "methodcaller", "currentframe", "cell_contents", "get_field", "Formatter",
     "_jit_get_operation", "_builtin_ops", "_get_operation_overload", "_builtins",
 }  # fmt: skip
+# modules off the import allow-list that allowed modules hold as attributes (`torch.os`,
+# `torch.ctypes`, `dataclasses.inspect`): a module reached through another, like `.sys`
+OFF_LIST_MODULES = {
+    "os", "ctypes", "_ctypes", "importlib", "inspect", "subprocess", "_posixsubprocess", "socket", "signal",
+    "threading", "_thread", "multiprocessing", "posix", "pickle", "marshal", "shutil", "tempfile", "mmap",
+}  # fmt: skip
 INDIRECT_MODULES = {"_builtins", "_C", "_jit_internal"}  # torch's tables of its own operators, by name
 # Eval gadgets: what turns a string into code or into a name. `typing` evaluates string annotations
 # (`get_type_hints`, `ForwardRef`, `_eval_type`); torch compiles TorchScript from source strings
@@ -182,6 +188,8 @@ class _Scan:
                     self.add("dynamic", f"from {node.module} import {a.name}", node)
                 elif a.name in INDIRECT_NAMES or a.name == "modules" or a.name in EVAL_GADGETS:
                     self.add("indirect", f"from {node.module} import {a.name}", node)
+                elif a.name in OFF_LIST_MODULES and node.module:  # `from torch import os`
+                    self.add("indirect", f"from {node.module} import {a.name}", node)
                 elif torch_gadget or _torch_gadget([*(node.module or "").split("."), a.name]):
                     self.add("indirect", f"from {node.module} import {a.name}", node)
         elif isinstance(node, ast.Import):
@@ -242,7 +250,7 @@ class _Scan:
             self.add("dynamic", what, node)
         elif attr in DYNAMIC_NAMES or attr in ("functional_call", "import_module"):
             self.add("dynamic", what, node)
-        elif (attr in INDIRECT_ATTRS or attr in EVAL_GADGETS) and not own:
+        elif (attr in INDIRECT_ATTRS or attr in EVAL_GADGETS or attr in OFF_LIST_MODULES) and not own:
             self.add("indirect", what, node)
         elif attr == "modules" and not called and not own:  # model.modules() is fine
             self.add("indirect", what, node)
