@@ -112,13 +112,19 @@ def each(variant, fn):
     return [fn(pair) for pair in variant] if isinstance(variant, list) else fn(variant)
 
 
-def swapped(variants: dict) -> dict:
-    """(a, b) pairs as (b, a), for the check of the other output, joined by the first."""
+def swapped(variants):
+    """(a, b) pairs as (b, a), for the check of the other output, joined by the first. Given a
+    function that computes the pairs (`expect.close` calls it only for a wrong answer), a function."""
+    if callable(variants):
+        return lambda: swapped(variants())
     return {d: each(v, lambda pair: (pair[1], pair[0])) for d, v in variants.items()}
 
 
-def picked(variants: dict, index: int) -> dict:
-    """One output of each pair (0: the first, 1: the second), for a check without joint evidence."""
+def picked(variants, index: int):
+    """One output of each pair (0: the first, 1: the second), for a check without joint evidence;
+    a function for a function, as `swapped`."""
+    if callable(variants):
+        return lambda: picked(variants(), index)
     return {d: each(v, lambda pair: pair[index]) for d, v in variants.items()}
 
 

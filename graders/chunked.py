@@ -38,6 +38,7 @@ def online(
     drop_last_full: bool = False,
     reset_sums: bool = False,
     p_own_max: bool = False,
+    max_unscaled: bool = False,
     dtype: torch.dtype = torch.float64,
 ) -> torch.Tensor:
     """The context (..., L, d_v) in float64, computed `chunk` keys at a time.
@@ -59,13 +60,17 @@ def online(
     loop), `"last"`: the running sums started afresh in every chunk, so only the last one counts;
     `loop="every_key"`: a chunk starts at every key (`range(S)`, the step forgotten),
     `"chunk_number"`: chunk i starts at key i (`range(number of chunks)`, never times chunk),
-    `"chunk_count"`: the same over the S // chunk full chunks only;
+    `"chunk_count"`: the same over the S // chunk full chunks only, `"queries"`: the chunks run over
+    the queries' length, range(0, L, chunk) (L < S here: the keys from about L on are dropped);
     `drop_last_full`: the loop runs while start + chunk < S, so the last chunk is dropped even when
     it is full; `reset_sums`: l and acc started afresh in every chunk while m keeps running (on
     ordinary scores the same as `only_chunk="last"`, but a last chunk far below the maximum ends in
     0/0). `loop="first_twice"`: the sums initialised from the first chunk, then the loop run from
-    key 0 again, so the first chunk is added twice; `p_own_max`: each chunk's exponentials taken
-    relative to the chunk's own maximum while the sums are rescaled to the running one. `dtype`: the
+    key 0 again, so the first chunk is added twice, `"skip_first"`: the loop starts at chunk_size, so
+    the first chunk is never added; `p_own_max`: each chunk's exponentials taken
+    relative to the chunk's own maximum while the sums are rescaled to the running one;
+    `max_unscaled`: the running maximum taken over the unscaled scores q·kᵀ while the exponentials
+    use the scaled ones (right on ordinary scores, 0/0 or inf/inf once they are large). `dtype`: the
     precision the loop runs in (float32, as the student's code does, shows where it overflows).
     """
     q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
@@ -76,10 +81,13 @@ def online(
         list(range(keys)) if loop == "every_key"
         else list(range(-(-keys // chunk))) if loop == "chunk_number"
         else list(range(keys // chunk)) if loop == "chunk_count"
+        else [s for s in range(0, q.shape[-2], chunk) if s < keys] if loop == "queries"
         else list(range(0, stop, chunk))
     )  # fmt: skip
     if loop == "first_twice":
         starts = starts[:1] + starts
+    if loop == "skip_first":
+        starts = starts[1:]
     if only_chunk:
         starts = starts[:1] if only_chunk == "first" else starts[-1:]
     if per_chunk_softmax:
@@ -100,7 +108,7 @@ def online(
         if reset_sums:
             l, acc = torch.zeros_like(l), torch.zeros_like(acc)  # noqa: E741
         if subtract_max:
-            top = scores.amax(-1, keepdim=True)
+            top = (q @ k[..., s:end, :].transpose(-2, -1) if max_unscaled else scores).amax(-1, keepdim=True)
             m_new = top if max_not_running else torch.maximum(m, top)
             correction, p = (
                 torch.exp((m_new if max_before_correction else m) - m_new),
@@ -125,7 +133,7 @@ MISTAKES: dict[str, dict | list[dict]] = {  # diagnosis id -> the switches of `o
     "no_running_max": dict(subtract_max=False),
     "missing_rescale": dict(rescale_sum=False),
     "denominator_not_rescaled": dict(rescale_denominator=False),
-    "drops_last_chunk": [dict(drop_last=True), dict(drop_last_full=True)],
+    "drops_last_chunk": [dict(drop_last=True), dict(drop_last_full=True), dict(loop="queries")],
     "chunks_normalised_separately": dict(per_chunk_softmax=True),
     "missing_final_division": dict(final_division=False),
     "chunk_skips_last_key": dict(chunk_end=-1),
@@ -138,7 +146,9 @@ MISTAKES: dict[str, dict | list[dict]] = {  # diagnosis id -> the switches of `o
     "only_last_chunk": [dict(only_chunk="last"), dict(reset_sums=True)],
     "chunks_overlap": [dict(loop="every_key"), dict(loop="chunk_number"), dict(loop="chunk_count")],
     "first_chunk_twice": dict(loop="first_twice"),
+    "first_chunk_skipped": dict(loop="skip_first"),
     "p_uses_chunk_max": dict(p_own_max=True),
+    "max_of_unscaled_scores": dict(max_unscaled=True),
 }
 
 
@@ -160,6 +170,7 @@ def variants(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, chunk: int) -> d
     if q.shape[-1] != v.shape[-1]:
         out["scale_uses_dv"] = online(q, k, v, chunk, scale=1 / math.sqrt(v.shape[-1]))
     out["divide_by_dk"] = online(q, k, v, chunk, scale=1 / q.shape[-1])  # the scale applied twice
+    out["scale_inverted"] = online(q, k, v, chunk, scale=math.sqrt(q.shape[-1]))  # times √d_k
     # a mistake whose output here is all NaN tells nothing: any other NaN-making slip would match it
     kept = {d: [t for t in each(got) if not _same(t, right) and bool(torch.isfinite(t).any())]
             for d, got in out.items()}  # fmt: skip

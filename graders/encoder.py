@@ -115,6 +115,7 @@ def forward(
     activation_at: str = "inner",
     discarded: str = "",
     norm_kind: str = "layer",
+    attention_activation: bool = False,
 ) -> torch.Tensor:
     """The layer's output in float64 (eval mode: no dropout); the keywords reproduce mistakes:
     `norm_first` (pre-norm), another `activation`, a residual left out, `second_norm` "norm1"
@@ -126,7 +127,9 @@ def forward(
     norms swapped), the activation after linear2 (`activation_at` "outer") or after both linears
     ("both"), or one sub-layer's result computed and never used (`discarded` "ff": the layer
     returns h; "attention": h is x), `ff_residual_from` "sum" (the second residual adds x + attention,
-    the sum before norm1), or both norms of another `norm_kind` (see `_norm_of`)."""
+    the sum before norm1), or both norms of another `norm_kind` (see `_norm_of`); `ff_input` "x": the
+    feed-forward block fed the layer's input; `attention_activation`: the activation applied to the
+    attention's output before its residual."""
 
     def _norm(z, state, name):
         return _norm_of(z, state, name, norm_kind)
@@ -148,6 +151,7 @@ def forward(
         h = x + attention(_norm(x, state, "norm1"))  # (B, L, E)
         return h + feed_forward(_norm(h, state, second_norm or "norm2"))
     attended = attention(x)  # (B, L, E)
+    attended = ACTIVATIONS[activation](attended) if attention_activation else attended
     if norm_inside:
         h = x + _norm(attended, state, "norm1")  # (B, L, E)
         if norm_inside == "both":
@@ -159,7 +163,7 @@ def forward(
     if discarded == "ff":
         return h
     h = x if discarded == "attention" else h
-    fed = attended if ff_input == "attention" else h
+    fed = {"attention": attended, "x": x}.get(ff_input, h)
     residual = {"x": x, "sum": summed}.get(ff_residual_from, h)
     z = (residual if ff_residual else 0) + feed_forward(fed)  # (B, L, E)
     return _norm(z, state, second_norm) if second_norm else z
@@ -213,13 +217,26 @@ def variants(x: torch.Tensor, state: dict[str, torch.Tensor], heads: int) -> dic
         "ff_residual_unnormalised": dict(ff_residual_from="sum"),
         "norm_not_layer_norm": dict(norm_kind="per_feature"),
         "norm_without_affine": dict(norm_kind="no_affine"),
+        "activation_on_attention": dict(attention_activation=True),
+        "ff_reads_input": dict(ff_input="x"),
     }
-    return {
+    out = {
         diagnosis: [forward(x, state, heads, **o) for o in options]
         if isinstance(options, list)
         else forward(x, state, heads, **options)
         for diagnosis, options in wrong.items()
     }
+    # linear1 or linear2 built with bias=False: the bias the grader loads has nowhere to go
+    biases = [["linear1.bias"], ["linear2.bias"], ["linear1.bias", "linear2.bias"]]
+    out["ff_linear_without_bias"] = [forward(x, without(state, names), heads) for names in biases]
+    if heads > 1:  # SimpleMultiHeadAttention(d_model, 1): the layer's nhead never reaches the attention
+        out["nhead_ignored"] = forward(x, state, 1)
+    return out
+
+
+def without(state: dict[str, torch.Tensor], names: list[str]) -> dict[str, torch.Tensor]:
+    """`state` with the parameters `names` set to zero (a layer that has no such parameter)."""
+    return {name: torch.zeros_like(value) if name in names else value for name, value in state.items()}
 
 
 # ---------------------------------------------------------------- dropout probes

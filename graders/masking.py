@@ -25,11 +25,11 @@ MASK_MISTAKES = [
     "mask_inverted", "mask_ignored", "mask_after_softmax", "mask_multiplied", "no_scaling",
     "fully_masked_uniform", "fully_masked_nan", "empty_test_uses_all", "context_before_zeroing",
     "empty_test_needs_two", "divide_by_dk", "softmax_wrong_axis", "weights_before_zeroing",
-    "empty_test_wrong_axis",
+    "empty_test_wrong_axis", "scale_uses_num_keys",
 ]  # fmt: skip
 CROSS_MISTAKES = [
     "self_vs_cross", "causal_in_cross", "memory_mask_ignored", "memory_mask_inverted", "no_scaling",
-    "divide_by_dk", "softmax_wrong_axis", "merge_without_transpose",
+    "divide_by_dk", "softmax_wrong_axis", "merge_without_transpose", "missing_out_proj",
 ]  # fmt: skip
 Pair = tuple[torch.Tensor, torch.Tensor]
 
@@ -41,7 +41,12 @@ def causal(length: int, keys: int | None = None) -> torch.Tensor:
 
 def attention(q, k, v, mask=None, *, mistake: str = "") -> tuple[torch.Tensor, torch.Tensor]:
     """(context, weights) in float64; `mask` bool, broadcastable to (..., L, S), True = may attend."""
-    scale = {"no_scaling": 1.0, "divide_by_dk": 1 / q.shape[-1]}.get(mistake, 1 / math.sqrt(q.shape[-1]))
+    scale = {
+        "no_scaling": 1.0,
+        "divide_by_dk": 1 / q.shape[-1],
+        "scale_uses_num_keys": 1 / math.sqrt(k.shape[-2]),
+    }
+    scale = scale.get(mistake, 1 / math.sqrt(q.shape[-1]))  # `scale_uses_num_keys`: 1/√S, the keys' count
     scores = A.scores(q, k, scale)  # (..., L, S)
     axis = -2 if mistake == "softmax_wrong_axis" else -1  # over the queries: each column sums to 1
     if mask is None or mistake == "mask_ignored":
@@ -158,6 +163,8 @@ def cross(x, memory, state, heads, memory_mask=None, *, mistake: str = "", empty
         mask = future if mask is None else mask & future
     scaling = mistake if mistake in ("no_scaling", "divide_by_dk", "softmax_wrong_axis") else empty
     context, weights = attention(q, k, v, mask, mistake=scaling)
+    if mistake == "missing_out_proj":  # the heads merged back and returned without the output layer
+        return merge(context), weights
     return A.project(merge(context), state, "out_proj"), weights
 
 

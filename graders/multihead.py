@@ -30,7 +30,6 @@ def missing_layers(info: dict, embed: int) -> list[str]:
     return [name for name in LAYERS if (linear.get(name) or [None, None])[:2] != [embed, embed]]
 
 
-
 Split = Callable[[torch.Tensor, int], torch.Tensor]
 Merge = Callable[[torch.Tensor], torch.Tensor]
 
@@ -306,6 +305,9 @@ def variants(
     q, k, v = projections(x, state, num_heads)  # (B, H, L, d_k) each
     self_w = torch.softmax(A.scores(q, q), dim=-1)  # k = q: each head compares queries with queries
     out["keys_from_queries"] = (A.project(merge_heads(self_w @ v.double()), state, "out_proj"), self_w)
+    value_w = torch.softmax(A.scores(q, v), dim=-1)  # the values where the keys belong: q·vᵀ
+    out["keys_from_values"] = (A.project(merge_heads(value_w @ v.double()), state, "out_proj"), value_w)
+    out["weights_returned_transposed"] = (right_out, right_w.transpose(-2, -1))  # the output is right
     right_context = merge_heads(right_w @ v.double())  # (B, L, E) before the output layer
     out["wrong_output_layer"] = [
         (A.project(right_context, state, name), right_w) for name in ("value", "query", "key")

@@ -16,6 +16,8 @@ new positions, so a permuted sequence is `tokens[order]` and undoing it needs th
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from graders import attention as A
@@ -160,6 +162,19 @@ def base_of(table: torch.Tensor, atol: float) -> float | None:
     return bases[0] if max(bases) - min(bases) < 1e-3 * max(bases) else None
 
 
+def exponent_shift(factor: float, d_model: int) -> int | None:
+    """k when `factor` is 10000^(-k/d_model) for a small non-zero integer k: the exponent is
+    (2i + k)/d_model (an arange of 2i that starts at 1, or at 2), which turns every pair at the same
+    wrong factor, as scaled positions would; None otherwise."""
+    if factor <= 0:
+        return None
+    k = -d_model * math.log(factor) / math.log(10000.0)
+    nearest = round(k)
+    if nearest == 0 or abs(nearest) > 4 or abs(k - nearest) > 1e-3:
+        return None
+    return nearest
+
+
 def frequency_estimator(d_model: int, atol: float, others: list[torch.Tensor] = ()):
     """An `expect.close` estimator for a table whose structure is right but whose frequencies are
     not: names every frequency 1 (an integer division in the exponent); every frequency off by the
@@ -179,7 +194,14 @@ def frequency_estimator(d_model: int, atol: float, others: list[torch.Tensor] = 
         if all(abs(o - 1.0) < 1e-3 for o in omegas):
             return "pe_integer_division", {}
         ratios = [o / w for o, w in zip(omegas, wanted, strict=True)]
-        if max(ratios) - min(ratios) < 1e-3 * max(ratios):  # every frequency off by one factor: the positions
+        if max(ratios) - min(ratios) < 1e-3 * max(ratios):  # every frequency off by one factor
+            shift = exponent_shift(ratios[0], d_model)
+            if shift is not None:  # 10000^(-k/d): the exponent counts 2i from k, not the positions
+                sign = "+" if shift > 0 else "-"
+                return "pe_exponent_shifted", {
+                    "factor": f"{ratios[0]:.4g}",
+                    "exponent": f"(2i {sign} {abs(shift)})/d_model",
+                }
             return "pe_positions_scaled", {"factor": f"{ratios[0]:.4g}", "seq_len": got.shape[0]}
         bases = [base_of(t, atol) for t in (got, *others)]
         if bases[0] is not None and all(b is not None and abs(b / bases[0] - 1) < 1e-3 for b in bases):

@@ -78,6 +78,10 @@ NO_FACTOR_TEXT = Text(
     zh="从你的 SCORES 中读不出统一的缩放系数：它们不是点积 q_i·k_j 乘以同一个数。",
     en="No common factor can be read off your SCORES: they are not the dot products q_i·k_j times one number.",
 )
+ROWS_SCALE_TEXT = Text(
+    zh="你的 SCORES 每一行都是点积 q_i·k_j 乘以一个数，但各行乘的数不同：第 {rows} 行（从 0 数起）乘的是 {got}，与其他行不同。",
+    en="Each row of your SCORES is the dot products q_i·k_j times a number, but not the same number: row {rows} (counting from 0) is times {got}, unlike the others.",
+)
 SCALE_TEXT = Text(
     zh="你的 SCORES 是点积 q_i·k_j 乘以 {factor}；缩放应为 1/√d_k。",
     en="Your SCORES are the dot products q_i·k_j times {factor}; the scale should be 1/√d_k.",
@@ -130,6 +134,34 @@ def common_factor(
     off = torch.where(nonzero, (scores - factor * raw).abs() > ATOL + (high - low) / 2 * raw.abs(),
                       scores.abs() > ATOL)  # fmt: skip
     return ((low, high) if count >= int(nonzero.sum()) - 2 else None), off
+
+
+def row_factors(scores: torch.Tensor, raw: torch.Tensor = RAW) -> list[tuple[float, float]] | None:
+    """The range of factors c_i with row i of SCORES ≈ c_i · (row i of QKᵀ), one per row (every
+    entry of the row within rounding, zeros where the products are zero); None when some row has
+    no such factor (or only 0). Each row the dot products times a number of its own."""
+    if scores.shape != raw.shape:
+        return None
+    out = []
+    for row, products in zip(scores, raw, strict=True):
+        nonzero = products != 0
+        if not bool(nonzero.any()) or bool((row[~nonzero].abs() > ATOL).any()):
+            return None
+        ends = (row - ATOL)[nonzero] / products[nonzero], (row + ATOL)[nonzero] / products[nonzero]
+        low, high = float(torch.minimum(*ends).max()), float(torch.maximum(*ends).min())
+        if low > high or low <= 0 <= high:
+            return None
+        out.append((low, high))
+    return out
+
+
+def uneven_rows(scores: torch.Tensor) -> list[tuple[float, float]] | None:
+    """`row_factors` when every row has a factor of its own and no one factor fits them all (a row
+    scaled unlike the others), else None."""
+    rows = row_factors(scores)
+    if rows is None or max(low for low, _ in rows) <= min(high for _, high in rows):
+        return None
+    return rows
 
 
 def centred(m: torch.Tensor) -> torch.Tensor:
@@ -272,6 +304,11 @@ def test_context_matches_weights(student):
         "context_rounded": (weights @ V).round(),
         "context_values_reversed": weights @ V.flip(0),
         "context_values_shifted": [weights @ V.roll(-1, 0), weights @ V.roll(1, 0)],
+        "context_columns_shifted": [weights @ V.roll(1, 1), weights @ V.roll(-1, 1)],  # v[c - 1], v[c + 1]
+        "context_ignores_weights": [
+            V.mean(0).expand(weights.shape[0], -1),
+            V.sum(0).expand(weights.shape[0], -1),
+        ],
         "context_is_v": V,
         "context_averaged": weights @ V / weights.shape[-1],
         "context_plus_v": weights @ V + V,
@@ -279,8 +316,11 @@ def test_context_matches_weights(student):
         "context_from_coarser_weights": weights.round(decimals=1) @ V,
         "context_scaled": weights @ V / D_K**0.5,
         "context_from_exp": torch.exp(scores) @ V if scores.shape[-1] == V.shape[0] else None,
-        "context_from_other_weights": [torch.softmax(RAW, dim=-1) @ V, torch.softmax(RAW / D_K, dim=-1) @ V,
-                                       torch.softmax(RAW / D_K**0.5, dim=-1) @ V],
+        "context_from_other_weights": [
+            torch.softmax(RAW, dim=-1) @ V,
+            torch.softmax(RAW / D_K, dim=-1) @ V,
+            torch.softmax(RAW / D_K**0.5, dim=-1) @ V,
+        ],
         "context_misses_keys": [weights[:, keys] @ V[keys] for keys in KEY_SUBSETS]
         if weights.shape[-1] == V.shape[0]
         else None,
@@ -298,6 +338,8 @@ def test_context_matches_weights(student):
 @check("scores_dot_products")
 def test_scores_dot_products(student):
     scores = answer(student, "SCORES")
+    if uneven_rows(scores) is not None:  # each row q_i·k_j times a number of its own
+        return  # dot products, whatever the scale: `scores_scaled` judges the scales
     factors, off = common_factor(scores)
     if factors is None:  # no common factor of q·kᵀ: another product, or another similarity?
         other = {"scores_from_values": Q @ V.T, "scores_transposed_product": Q.T @ K}
@@ -322,6 +364,12 @@ def test_scores_scaled(student):
     readings += [
         found for raw in products if (found := common_factor(centred(scores), centred(raw))[0]) is not None
     ]
+    rows = uneven_rows(scores)
+    if rows is not None:  # each row scaled on its own: name the rows whose scale is not 1/√d_k
+        wrong = [i for i, (low, high) in enumerate(rows) if not low <= 1 / D_K**0.5 <= high]
+        got = ", ".join(f"{(rows[i][0] + rows[i][1]) / 2:.3g}" for i in wrong)
+        params = {"rows": ", ".join(map(str, wrong)), "got": got}
+        expect.fail(ROWS_SCALE_TEXT.format(**params), "rows_scaled_differently", **params)
     factors = readings[0] if readings else None
     expect.true(factors is not None, NO_FACTOR_TEXT)
     low, high = factors

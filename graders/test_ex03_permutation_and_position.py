@@ -12,6 +12,8 @@ Sizes keep every dimension different (5 tokens, E = 6, B = 7) so that a wrong ax
 The encoding is compared with float64 within 1e-4, which float32 arithmetic meets for these sizes.
 """
 
+from functools import partial
+
 import torch
 
 from graders import positional as P
@@ -101,7 +103,9 @@ def student_batch(student, tokens):
     embed = tokens.shape[-1]
     got = student.make_order_batch(tokens)
     wrong = {diagnosis: shape for diagnosis, (shape, _) in batch_layouts(embed).items()}
-    return expect.tensor(got, "make_order_batch(tokens)", (3, 5, embed), shape_variants={**wrong, **feature_axis(embed)})
+    return expect.tensor(
+        got, "make_order_batch(tokens)", (3, 5, embed), shape_variants={**wrong, **feature_axis(embed)}
+    )
 
 
 def feature_axis(embed: int) -> dict[str, tuple[int, ...]]:
@@ -117,14 +121,35 @@ def check_batch_values(batch, tokens, expected=None):
             batch[sample], want, f"make_order_batch(tokens)[{sample}]",
             variants={"reversed_wrong_dim": tokens.flip(-1), "reversed_both_dims": tokens.flip(0, -1),
                       "reversed_by_sorting": tokens.sort(dim=0, descending=True).values},
-            estimators=[P.token_order_estimator(tokens, order, sample)],
+            estimators=[same_as_other_sample(batch, tokens, sample), P.token_order_estimator(tokens, order, sample)],
         )  # fmt: skip
+
+
+def same_as_other_sample(batch, tokens, sample: int):
+    """An estimator naming a sample that holds another sample's tokens in that sample's own order,
+    identical to it: built with its order, or changed by an in-place shuffle of a tensor both use
+    (shuffled = tokens is no copy)."""
+
+    def estimate(got):
+        found = P.token_order(got, tokens)
+        for other, order in enumerate(P.LESSON_ORDERS):
+            if (
+                found is not None
+                and other != sample
+                and found == list(order)
+                and expect.largest_difference(got, batch[other]) == 0
+            ):
+                return "sample_shares_tokens", {"sample": sample, "other": other, "got": P.letters(found)}
+        return None
+
+    return estimate
 
 
 def slots_astray(outputs, order):
     """An estimator naming a restore that is right but at one or two positions (a loop building the
     inverse that skips its first or last step, say): every row comes from `outputs`, a few at the
     wrong place."""
+
     def by_position(t: torch.Tensor) -> torch.Tensor:  # (..., L, E) -> (L, everything else)
         return t.detach().double().movedim(-2, 0).reshape(len(order), -1)
 
@@ -180,7 +205,9 @@ def student_pe(student, seq_len, d_model, *, as_meant=True):
     got = student.sinusoidal_positional_encoding(seq_len, d_model)
     table = expect.tensor(as_numbers(got) if as_meant else got, name)
     if columns_sliced(table, seq_len, d_model):  # no reading of it is the table: name the cut
-        expect.tensor(table, name, (seq_len, d_model), shape_variants={"pe_sliced_columns": tuple(table.shape)})
+        expect.tensor(
+            table, name, (seq_len, d_model), shape_variants={"pe_sliced_columns": tuple(table.shape)}
+        )
     if as_meant and table.dim() > 2 and [n for n in table.shape if n != 1] == [seq_len, d_model]:
         table = table.reshape(seq_len, d_model)  # an axis of size 1 to spare (a batch axis, say)
     if as_meant and seq_len != d_model and tuple(table.shape) == (d_model, seq_len):
@@ -199,7 +226,7 @@ def check_pe_table(table, name, seq_len, d_model, expected=None, others=()):
     """The whole table against the formula; `others` are the student's tables for other sizes."""
     expected = P.sinusoidal(seq_len, d_model) if expected is None else expected
     estimators = [P.frequency_estimator(d_model, PE_ATOL, list(others))]  # half precision: expect names it
-    expect.close(table, expected, name, rtol=0, atol=PE_ATOL, variants=P.pe_variants(seq_len, d_model),
+    expect.close(table, expected, name, rtol=0, atol=PE_ATOL, variants=partial(P.pe_variants, seq_len, d_model),
                  estimators=estimators)  # fmt: skip
 
 
@@ -253,6 +280,7 @@ def test_restore_single(student, rng):
             "restore_flips": outputs.flip(-2),
             "restore_does_nothing": outputs,
             "restore_feature_dim": outputs[:, P.inverse(order)] if EMBED >= len(order) else None,
+            "restore_inverse_reversed": outputs[P.inverse(order)[::-1]],  # argsort(descending=True)
         }
         expect.close(got, P.restore(outputs, order), label, variants=variants,
                      estimators=[slots_astray(outputs, order)])  # fmt: skip
@@ -398,5 +426,6 @@ def test_orders_match_reference(student, reference, rng):
     outputs = torch.randn(2, 9, 3, generator=rng)  # (B, L, E)
     got, label = student_restore(student, outputs, order)
     expect.close(got, reference.restore_order(outputs.double(), list(order)), label,
-                 variants={"restore_forward_instead_of_inverse": outputs[:, order]},
+                 variants={"restore_forward_instead_of_inverse": outputs[:, order],
+                           "restore_inverse_reversed": outputs[:, P.inverse(order)[::-1]]},
                  estimators=[slots_astray(outputs, order)])  # fmt: skip

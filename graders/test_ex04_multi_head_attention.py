@@ -7,6 +7,7 @@ float64 formula of graders/multihead.py, which a test proves equal to that oracl
 """
 
 import math
+from functools import partial
 
 import torch
 
@@ -137,7 +138,7 @@ def compare(layer, state, x, heads, expected_out, expected_w, evidence=None):
     """Weights first (they name split and scale mistakes), then the output (merge, out_proj), each
     joined by the other as evidence for naming."""
     output, weights = run(layer, x, heads=heads)
-    pairs = M.variants(x, state, heads)
+    pairs = expect.once(partial(M.variants, x, state, heads))
     if evidence is not None and isinstance(weights, torch.Tensor) and weights.shape == expected_w.shape:
         for head in range(weights.shape[1]):
             evidence.heatmap(f"weights[0, {head}]", weights[0, head].double(), expected_w[0, head])
@@ -243,7 +244,7 @@ def test_mha_scaling(student, rng, evidence):
             return
         name_unreadable_layout(weights, tuple(expected.shape), x, heads)  # no scale to read off those
         averaged = expected.mean(1)  # the right weights, averaged over the heads: the scale is right
-        expect.close(weights, expected, "weights", variants=A.swapped(M.variants(x, state, heads)), joint=joint,
+        expect.close(weights, expected, "weights", variants=A.swapped(partial(M.variants, x, state, heads)), joint=joint,
                      readings=[averaged], hint=NOT_SOFTMAX_TEXT)  # fmt: skip
         return  # the weights are the right ones, though too flat or too peaked to fit a scale to
     if abs(found * math.sqrt(head_dim) - 1) > 1e-3:
@@ -339,7 +340,7 @@ def test_mha_large_scores(student, rng):
     state, x = M.large_score_inputs(rng, batch, length, embed, heads, LARGE_SCORE)
     layer, state, x = student_layer(student, rng, batch, length, embed, heads, state=state, x=x)
     output, weights = run(layer, x, heads=heads)
-    pairs = M.variants(x, state, heads)
+    pairs = expect.once(partial(M.variants, x, state, heads))
     for name, got, index in (("weights", weights, 1), ("output", output, 0)):
         expect.finite(expect.tensor(got, name, finite=False), name,
                       variants=A.picked(pairs, index))  # fmt: skip

@@ -12,6 +12,7 @@ layer's projections; where that function cannot answer at all, a correct one tak
 """
 
 import inspect
+from functools import partial
 
 import numpy as np
 import torch
@@ -51,18 +52,44 @@ def full(mask: torch.Tensor, shape) -> torch.Tensor:
     return torch.broadcast_to(mask, shape).clone()
 
 
+def lost_axis(q, k, mask):
+    """Name the shape error of the mask reduced over the keys without keepdim, `mask.any(dim=-1)`:
+    (..., L) where (..., L, 1) was meant, so broadcasting lines its axes up one place to the right of
+    the scores' (..., L, S). The error torch gives for that pair of shapes (the first axis, from the
+    right, where they differ) names it."""
+    scores = (*q.shape[:-1], k.shape[-2])
+    if not isinstance(mask, torch.Tensor) or mask.dim() < 1:
+        return expect.known_errors({})
+    try:
+        scores = tuple(torch.broadcast_shapes(scores, tuple(mask.shape)))
+    except RuntimeError:
+        return expect.known_errors({})
+    reduced = (1,) * (len(scores) - mask.dim() + 1) + tuple(mask.shape[:-1])  # right-aligned
+    clash = next(((reduced[i], scores[i], i) for i in reversed(range(len(scores)))
+                  if 1 not in (reduced[i], scores[i]) and reduced[i] != scores[i]), None)  # fmt: skip
+    if clash is None:
+        return expect.known_errors({})
+    a, b, axis = clash
+    pattern = "|".join(
+        rf"size of tensor a \({x}\) must match the size of tensor b \({y}\) at non-singleton dimension {axis}\b"
+        for x, y in ((a, b), (b, a))
+    )
+    return expect.known_errors({"reduced_without_keepdim": pattern})
+
+
 def call_masked(student, q, k, v, mask):
     """(context, weights), read as meant: the other order, or the context alone, taken for what they
     are (`masked_shapes` charges the order)."""
     lead = q.shape[:-1]
-    got = student.masked_attention(q, k, v, mask)
+    with lost_axis(q, k, mask):
+        got = student.masked_attention(q, k, v, mask)
     return expect.pair_as_meant(got, ATTEND, ((*lead, v.shape[-1]), (*lead, k.shape[-2])))
 
 
 def compare_masked(student, q, k, v, mask, evidence=None):
     context, weights = call_masked(student, q, k, v, mask)
     expected_c, expected_w = K.attention(q, k, v, mask)
-    pairs = K.variants(q, k, v, mask)
+    pairs = expect.once(partial(K.variants, q, k, v, mask))
     if evidence is not None and isinstance(weights, torch.Tensor) and weights.shape == expected_w.shape:
         evidence.heatmap("weights[0]", weights[0].double(), expected_w[0])
     joint_c = context if isinstance(context, torch.Tensor) else None
@@ -98,6 +125,27 @@ def own_answer(student, x, memory, state, heads, memory_mask):
     ):  # fmt: skip
         return None
     return A.project(M.merge_heads(context.double()), state, "out_proj"), weights
+
+
+def unmasked(call):
+    """`call()`, a call of the student's masked_attention with mask=None made after it answered with a
+    mask: if it raises, that is the default mask=None left unhandled (the mask used without a test
+    for None), and no other check calls it so."""
+    try:
+        return call()
+    except StudentCodeError as exc:
+        if exc.diagnosis is None:
+            exc.diagnosis = "mask_none_not_handled"
+        raise
+
+
+def own_unmasked(student, x, memory, state, heads):
+    """CrossAttention without a memory_mask judged with the student's own masked_attention: its call
+    with mask=None on the layer's projections, where it answers with a padding mask (a function that
+    does not answer at all is replaced by a correct one, `cross_module`, and charged by its own checks)."""
+    if answers_with_padding(student):
+        q, k, v = projections(x, memory, state, heads)
+        unmasked(lambda: student.masked_attention(q, k, v, None))
 
 
 def cross_module(student, rng):
@@ -179,13 +227,19 @@ def run(layer, x, memory, mask, heads):
                                 ((batch, length, embed), (batch, heads, length, memory.shape[1])))  # fmt: skip
 
 
+def heads_averaged(pairs) -> dict:
+    """(output, weights) variants with the weights averaged over the heads (`pairs`: a function)."""
+    return {d: A.each(v, lambda pair: (pair[0], pair[1].mean(1) if pair[1].dim() == 4 else pair[1]))
+            for d, v in pairs().items()}  # fmt: skip
+
+
 def compare_cross(student, layer, state, x, memory, mask, heads, expected, evidence=None):
     """Weights, then output, against `expected` or the student's own masked_attention's answer."""
     output, weights = run(layer, x, memory, mask, heads)
     expected_out, expected_w = expected
     own = own_answer(student, x, memory, state, heads, mask)
     own_out, own_w = own if own is not None else (None, None)
-    pairs = K.cross_variants(x, memory, state, heads, mask)
+    pairs = expect.once(partial(K.cross_variants, x, memory, state, heads, mask))
     if evidence is not None and isinstance(weights, torch.Tensor) and weights.shape == expected_w.shape:
         for head in range(weights.shape[1]):
             evidence.heatmap(f"weights[-1, {head}]", weights[-1, head].double(), expected_w[-1, head])
@@ -194,8 +248,7 @@ def compare_cross(student, layer, state, x, memory, mask, heads, expected, evide
         # (`cross_shapes` charges the shape)
         expected_w = expected_w.mean(1)
         own_w = own_w.mean(1) if isinstance(own_w, torch.Tensor) and own_w.dim() == 4 else own_w
-        pairs = {d: A.each(v, lambda pair: (pair[0], pair[1].mean(1) if pair[1].dim() == 4 else pair[1]))
-                 for d, v in pairs.items()}  # fmt: skip
+        pairs = expect.once(partial(heads_averaged, pairs))
     joint_out = output if isinstance(output, torch.Tensor) else None
     joint_w = weights if isinstance(weights, torch.Tensor) else None
     expect.close(weights, expected_w, "weights", readings=[own_w], variants=A.swapped(pairs), joint=joint_out)
@@ -329,8 +382,9 @@ def test_masked_shapes(student, rng):
         lead, length, keys = q.shape[:-2], q.shape[-2], k.shape[-2]
         mask = K.random_mask(rng, (*lead, length, keys))
         shapes = ((*lead, length, v.shape[-1]), (*lead, length, keys))
-        context, weights = expect.pair_in_order(student.masked_attention(q, k, v, mask), ATTEND, shapes,
-                                                ("context", "weights"))  # fmt: skip
+        with lost_axis(q, k, mask):
+            got = student.masked_attention(q, k, v, mask)
+        context, weights = expect.pair_in_order(got, ATTEND, shapes, ("context", "weights"))
         expect.tensor(weights, "weights", (*lead, length, keys), finite=False)
         expect.tensor(context, "context", (*lead, length, v.shape[-1]), finite=False)
 
@@ -439,7 +493,8 @@ def test_masked_fully_masked_row(student, rng):
     that tells mistakes with the same empty row apart (ignoring the mask or inverting it)."""
     q, k, v = qkv(rng, MASKED_SHAPES[0], torch.float64)
     mask = every_key_seen(K.random_mask(rng, (*q.shape[:-1], k.shape[-2]), full_rows=1), full_rows=1)
-    returned = student.masked_attention(q, k, v, mask)
+    with lost_axis(q, k, mask):
+        returned = student.masked_attention(q, k, v, mask)
     lead = q.shape[:-1]
     context, weights = expect.pair_as_meant(returned, ATTEND, ((*lead, v.shape[-1]), (*lead, k.shape[-2])))
     weights = expect.tensor(weights, "weights", (*q.shape[:-1], k.shape[-2]), finite=False)
@@ -509,6 +564,8 @@ def test_cross_matches_oracle(student, rng, evidence):
     for i, (batch, length, keys, embed, heads) in enumerate(CROSS_CONFIGS):
         layer, state, x, memory, mask = student_layer(student, rng, batch, length, keys, embed, heads)
         for memory_mask in (mask, None):
+            if memory_mask is None:
+                own_unmasked(student, x, memory, state, heads)
             expected = K.torch_cross_oracle(x, memory, state, heads, memory_mask)
             shown = evidence if i == 0 and memory_mask is not None else None
             compare_cross(student, layer, state, x, memory, memory_mask, heads, expected, shown)
@@ -581,7 +638,7 @@ def test_matches_reference(student, reference, rng):
             mask[..., 1, 0] = True
         context, weights = call_masked(student, q, k, v, mask)
         expected_c, expected_w = reference.masked_attention(q.double(), k.double(), v.double(), mask)
-        pairs = K.variants(q, k, v, mask)
+        pairs = expect.once(partial(K.variants, q, k, v, mask))
         expect.close(weights, expected_w, "weights", variants=A.swapped(pairs), joint=context)
         expect.close(context, expected_c, "context", variants=pairs, joint=weights)
     for batch, length, keys, embed, heads in HIDDEN_CROSS:
@@ -591,3 +648,9 @@ def test_matches_reference(student, reference, rng):
         with torch.no_grad():
             expected = trusted(x.double(), memory.double(), mask)
         compare_cross(student, layer, state, x, memory, mask, heads, expected)
+    # no mask at all (mask=None, the default): the plain softmax
+    q, k, v = qkv(rng, HIDDEN_MASKED[0])
+    context, weights = unmasked(lambda: call_masked(student, q, k, v, None))
+    expected_c, expected_w = reference.masked_attention(q.double(), k.double(), v.double(), None)
+    expect.close(weights, expected_w, "weights (mask=None)", joint=context)
+    expect.close(context, expected_c, "context (mask=None)", joint=weights)

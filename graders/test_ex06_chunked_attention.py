@@ -11,6 +11,8 @@ up. Peak memory is read by the trusted side from the kernel (`expect.peak_memory
 from the submission.
 """
 
+from functools import partial
+
 import torch
 
 from graders import attention as A
@@ -21,11 +23,16 @@ from graders.harness.core.errors import StudentCodeError
 
 # (q, k, v) shapes and a chunk size that divides S: leading batch dims, L ≠ S, d_k ≠ d_v
 CONFIGS = [(((2, 5, 16), (2, 12, 16), (2, 12, 3)), 4), (((3, 2, 4, 8), (3, 2, 9, 8), (3, 2, 9, 5)), 3)]
-PARTIAL = (((2, 5, 16), (2, 13, 16), (2, 13, 3)), 5)  # 13 keys in chunks of 5: the last holds 3
+# 13 keys in chunks of 4: the last holds 1. L = 5 queries: a loop over range(0, L, 4) stops after
+# 8 keys, which is neither the first chunk alone (4) nor the full chunks (12)
+PARTIAL = (((2, 5, 16), (2, 13, 16), (2, 13, 3)), 4)
 EXTREMES = (((2, 5, 16), (2, 12, 16), (2, 12, 3)), 4, [1, 19])  # middle chunk, then 1 and > S
 HIDDEN = [(((4, 9), (11, 9), (11, 2)), 3), (((2, 3, 1, 8), (2, 3, 7, 8), (2, 3, 7, 7)), 2)]
 NEGATIVE_SHIFT = -2000.0  # every scaled score of a row sits about this far below zero: exp underflows
 LARGE_SHIFT = 1000.0  # every scaled score about this far above zero: exp overflows even in float64
+# scaled scores about this far above zero: exp of them is finite in float32 (e^62 < 3e38), while exp
+# of them minus the maximum of the unscaled scores (4× them at d_k = 16) underflows to 0/0
+RAISED_SHIFT = 60.0
 # the levels of the three key chunks of CONFIGS[0] in its first batch element: each chunk's largest
 # score 200 below the previous one's, past where exp(m_old − m_new) overflows in float32 (88.7)
 FALLING_SHIFTS = [LARGE_SHIFT + 200.0, LARGE_SHIFT, LARGE_SHIFT - 200.0]
@@ -45,11 +52,31 @@ def qkv(rng, shapes, dtype=torch.float32):
     return [torch.randn(s, generator=rng, dtype=dtype) for s in shapes]
 
 
+def lost_axis(q, v):
+    """Name the shape error of a per-query sum that lost its last axis, `l.squeeze(-1)` or `l[..., 0]`:
+    (..., L) where (..., L, 1) was meant, so dividing the (..., L, d_v) numerator by it lines its
+    axes up one place to the right. The error torch gives for that pair of shapes (the first axis,
+    from the right, where they differ) names it."""
+    numerator = (*q.shape[:-1], v.shape[-1])
+    reduced = (1, *q.shape[:-1])  # right-aligned against the numerator
+    clash = next(((reduced[i], numerator[i], i) for i in reversed(range(len(numerator)))
+                  if 1 not in (reduced[i], numerator[i]) and reduced[i] != numerator[i]), None)  # fmt: skip
+    if clash is None:
+        return expect.known_errors({})
+    a, b, axis = clash
+    pattern = "|".join(
+        rf"size of tensor a \({x}\) must match the size of tensor b \({y}\) at non-singleton dimension {axis}\b"
+        for x, y in ((a, b), (b, a))
+    )
+    return expect.known_errors({"denominator_lost_axis": pattern})
+
+
 def context(student, q, k, v, chunk):
     """The student's context, as a tensor of the right shape (finite or not). A tuple whose first
     item is a tensor of the context's shape ((context, lse), as FlashAttention returns) is read as
     meant: its first item is the context; chunked_shapes alone charges the return type."""
-    got = student.chunked_attention(q, k, v, chunk)
+    with lost_axis(q, v):
+        got = student.chunked_attention(q, k, v, chunk)
     shape = (*q.shape[:-1], v.shape[-1])
     return expect.tensor(as_meant(got, shape), "context", shape, finite=False)
 
@@ -72,7 +99,11 @@ def compare(got, q, k, v, chunk, readings=(), name="context"):
     """`got` against the formula (or a reading of the student's own), naming the mistakes of
     graders/chunked.py at this chunk size."""
     expect.close(
-        got, A.attention(q, k, v)[0], name, readings=list(readings), variants=C.variants(q, k, v, chunk)
+        got,
+        A.attention(q, k, v)[0],
+        name,
+        readings=list(readings),
+        variants=partial(C.variants, q, k, v, chunk),
     )
 
 
@@ -100,7 +131,8 @@ BY_HAND = expect.by_hand_rule(Text(zh="自己实现分块注意力", en="build c
 def test_chunked_shapes(student, rng):
     for shapes, chunk in CONFIGS:
         q, k, v = qkv(rng, shapes)
-        got = student.chunked_attention(q, k, v, chunk)
+        with lost_axis(q, v):
+            got = student.chunked_attention(q, k, v, chunk)
         shape = (*q.shape[:-1], v.shape[-1])
         if context_first(got, shape):  # the context and more: the one check that charges the return type
             text = EXTRA_OUTPUTS_TEXT.format(kind=type(got).__name__, count=len(got), shape=shape)
@@ -170,19 +202,41 @@ def test_chunked_very_negative_scores(student, rng):
     large = context(student, q, k_large, v, chunk)
     evidence = {
         d: (C.mistake(q, k, v, chunk, d), C.mistake(q, k_large, v, chunk, d))
-        for d in overflow_mistakes(plain)
+        for d in overflow_mistakes(plain, raised(student, q, k_plain, v, chunk))
     }
     variants = {**C.variants(q, k, v, chunk), **evidence}  # what other mistakes give on these scores
     expect.close(got, A.attention(q, k, v)[0], "context", readings=[plain], joint=large, variants=variants,
                  rtol=1e-3, atol=1e-3)  # fmt: skip
 
 
-def overflow_mistakes(ordinary) -> tuple[str, ...]:
-    """The running-maximum mistakes that can explain a NaN at extreme scores: both give finite
+def overflow_mistakes(ordinary, raised=None) -> tuple[str, ...]:
+    """The running-maximum mistakes that can explain a NaN at extreme scores: all give finite
     results on ordinary scores, so code that is not finite there (a flipped rescale sign, say) has
-    another mistake, and naming one of these would mislead."""
+    another mistake, and naming one of these would mislead. At extreme scores a maximum taken over
+    the unscaled scores is NaN wherever no maximum at all is; `raised` (the student's context on
+    scores raised by RAISED_SHIFT, with its inputs) tells them apart: only the mistakes whose
+    result there is finite exactly when the student's is are kept."""
     finite = isinstance(ordinary, torch.Tensor) and bool(torch.isfinite(ordinary).all())
-    return ("no_running_max", "finite_initial_max") if finite else ()
+    if not finite:
+        return ()
+    mistakes = ("no_running_max", "finite_initial_max", "max_of_unscaled_scores")
+    if raised is None:
+        return mistakes
+    got, (q, k, v, chunk) = raised
+    return tuple(
+        d for d in mistakes if all_finite(C.mistake(q, k, v, chunk, d, torch.float32)) == all_finite(got)
+    )
+
+
+def all_finite(got) -> bool:
+    return all(isinstance(t, torch.Tensor) and bool(torch.isfinite(t).all()) for t in C.each(got))
+
+
+def raised(student, q, k_plain, v, chunk):
+    """The student's context on the scores of (q, k_plain) raised by RAISED_SHIFT, and its inputs."""
+    k = k_plain.clone()
+    k[..., -1] += RAISED_SHIFT * q.shape[-1] ** 0.5
+    return context(student, q, k, v, chunk), (q, k, v, chunk)
 
 
 @check("chunked_large_scores")
@@ -191,7 +245,8 @@ def test_chunked_large_scores(student, rng):
     q, k, k_plain, v = C.shifted_keys(rng, q_shape, k_shape, v_shape, LARGE_SHIFT)
     got = context(student, q, k, v, chunk)
     plain = context(student, q, k_plain, v.flip(-2), chunk)
-    variants = {d: C.mistake(q, k, v, chunk, d) for d in overflow_mistakes(plain)}
+    known = overflow_mistakes(plain, raised(student, q, k_plain, v, chunk))
+    variants = {d: C.mistake(q, k, v, chunk, d) for d in known}
     expect.finite(got, "context", variants=variants)
     expect.responds(got, plain, "context")
     # the chunks' levels falling by hundreds in the first batch element: a maximum that is not kept
@@ -227,7 +282,10 @@ def test_chunked_matches_reference(student, reference, rng):
         q, k, v = qkv(rng, shapes)
         expected = reference.chunked_attention(q.double(), k.double(), v.double(), chunk)
         expect.close(
-            context(student, q, k, v, chunk), expected, "context", variants=C.variants(q, k, v, chunk)
+            context(student, q, k, v, chunk),
+            expected,
+            "context",
+            variants=partial(C.variants, q, k, v, chunk),
         )
 
 
@@ -246,7 +304,8 @@ def test_chunked_peak_memory(student, rng):
     context(student, q[:warm], k[:warm], v[:warm], MEMORY_CHUNK)
     with expect.peak_memory(attention) as peak:
         first = context(student, q, k, v, MEMORY_CHUNK)
-        got = attention(q, k, v_other, MEMORY_CHUNK)
+        with lost_axis(q, v):
+            got = attention(q, k, v_other, MEMORY_CHUNK)
     second = expect.tensor(as_meant(got, shape), "context", shape, finite=False)
     expect.responds(first, second, "context")
     used, bound, matrix = (round(n / MIB, 1) for n in (peak.growth, MEMORY_BOUND, MATRIX_BYTES))

@@ -10,6 +10,7 @@ make each dropout site's zeros and scale readable from the layer's output, over 
 """
 
 import math
+from functools import partial
 
 import torch
 
@@ -132,7 +133,11 @@ def compare(module, rng, config, evidence=None):
     if evidence is not None and isinstance(got, torch.Tensor) and got.shape == expected.shape:
         evidence.heatmap("output[0]", got[0].double(), expected[0])
     expect.close(
-        got, expected, "output", variants=E.variants(x, state, heads), estimators=[random_in_eval(layer, x)]
+        got,
+        expected,
+        "output",
+        variants=partial(E.variants, x, state, heads),
+        estimators=[random_in_eval(layer, x)],
     )
 
 
@@ -141,7 +146,7 @@ def test_enc_structure(student):
     embed, heads, ff = 12, 3, 20
     info = expect.introspect(graded(student).TransformerEncoderLayer(embed, heads, ff, 0.1))
     params = {name: shape for name, shape, _ in info["parameters"]}  # confirmed by a state the grader loads
-    linear = {f"{name}.weight": [out, inp] for name, (out, inp, bias) in info["linear"].items() if bias}
+    linear = {f"{name}.weight": [out, inp] for name, (out, inp, bias) in info["linear"].items()}
     linear |= {f"{name}.bias": [out] for name, (out, inp, bias) in info["linear"].items() if bias}
     missing = [
         name for name, shape in E.parameter_shapes(embed, ff).items()
@@ -156,10 +161,17 @@ def test_enc_structure(student):
     # linear1 and linear2 built, with other sizes (their arguments swapped, dim_feedforward ignored)
     ff_sizes = bool(missing) and all(n.split(".")[0] in {"linear1", "linear2"} for n in missing)
     ff_sizes = ff_sizes and {"linear1", "linear2"} <= set(info["linear"])
+    # ... or of the right sizes, one of them (or both) without its bias (nn.Linear(..., bias=False))
+    no_bias = ff_sizes and set(missing) <= {"linear1.bias", "linear2.bias"}
     # norm1 and norm2 there, without their weight and bias (LayerNorm(d_model, elementwise_affine=False))
     no_affine = bool(missing) and set(missing) <= {f"norm{i}.{p}" for i in (1, 2) for p in ("weight", "bias")}
     no_affine = no_affine and {name.rsplit(".", 1)[0] for name in missing} <= set(modules)
-    diagnosis = "ff_sizes_wrong" if ff_sizes else "norm_without_affine" if no_affine else None
+    diagnosis = (
+        "ff_linear_without_bias" if no_bias
+        else "ff_sizes_wrong" if ff_sizes
+        else "norm_without_affine" if no_affine
+        else None
+    )  # fmt: skip
     expect.true(info.get("is_nn_module", False) and not missing, text, diagnosis)
     # a norm of another kind with LayerNorm's parameter shapes (BatchNorm1d(d_model): statistics per feature)
     other = {name: modules[name][0] for name in ("norm1", "norm2") if name in modules}

@@ -8,12 +8,14 @@ behave as this one with its queries halved); the values are compared with the fl
 """
 
 import math
+from functools import partial
 
 import torch
 
 from graders import attention as A
 from graders.harness import Text, check
 from graders.harness.core import expect
+from graders.harness.core.errors import StudentCodeError
 from graders.harness.core.i18n import say
 
 # (B, L, d_model, d_k); the first of each list has d_model // 8 ≥ 3 and ∉ {B, L, d_k}: a d_k taken as
@@ -23,6 +25,9 @@ HIDDEN_CONFIGS = [
     (2, 5, 35, 3),
     (2, 3, 16, 7),
 ]  # √d_model ≠ d_k: √9 = 3 would hide a division by d_k; B = 1 would hide len(k)
+# a layer with d_model = d_k, for code that runs only there (a residual context + x, say, which
+# `fix_runs` charges): its scale is judged on sizes it accepts, d_model and d_k widened together
+SQUARE = (2, 7, 5, 5)
 PAPER_HEADS = 8  # d_k = d_model / h with the paper's h = 8: a d_k that is not the constructor's
 LAYERS = ["W_q", "W_k", "W_v"]
 WIDER = 4  # the widened layer's d_k, in multiples of d_k: its scale is half as large
@@ -63,8 +68,8 @@ SCALE_TEXT = Text(
     en="The scale does not follow d_k: with d_k {wide} instead of {d_k} (the extra features all zero, so the dot products are unchanged), the output should be that of this layer with its queries halved; the largest difference is {err:.3g}.",
 )
 NO_EFFECT_TEXT = Text(
-    zh="把查询减半没有改变输出：输出根本不取决于分数，读不出缩放。",
-    en="Halving the queries does not change the output: it does not depend on the scores at all, so no scale can be read off it.",
+    zh="把查询或键减半都没有改变输出：输出根本不取决于分数，读不出缩放。",
+    en="Halving the queries or the keys does not change the output: it does not depend on the scores at all, so no scale can be read off it.",
 )
 
 
@@ -92,17 +97,39 @@ def context_of(layer, x):
 
 
 def formula(
-    x, state, *, scale=None, softmax_dim=-1, value="W_v", rounding=None, transposed="", scaled_after=False
+    x,
+    state,
+    *,
+    scale=None,
+    softmax_dim=-1,
+    value="W_v",
+    rounding=None,
+    transposed="",
+    scaled_after=False,
+    query="W_q",
+    key="W_k",
+    causal=False,
+    log_weights=False,
 ):
     """softmax(q kᵀ · scale) v in float64 (scale 1/√d_k unless given), with the student's weights;
     `rounding` ("floor", "trunc") rounds the scaled scores to integers (`//`), `transposed`
     "scores" takes k qᵀ for them, "weights" transposes the softmax's output, and `scaled_after`
-    scales the weights after the softmax instead of the scores before it."""
+    scales the weights after the softmax instead of the scores before it; `query` and `key` name the
+    projections the scores multiply (W_q and W_q: q qᵀ); `causal` masks every key after its query
+    (−inf before the softmax); `log_weights` takes log_softmax for the weights."""
     zero_bias = {
         f"{n}.bias": torch.zeros(state[f"{n}.weight"].shape[0]) for n in LAYERS if f"{n}.weight" in state
     }
     state = zero_bias | state  # a module's own layers built without a bias have none
-    q, k, v = (A.project(x, state, name) for name in ("W_q", "W_k", value))  # (B, L, d_k) each
+    q, k, v = (A.project(x, state, name) for name in (query, key, value))  # (B, L, d_k) each
+    if causal or log_weights:
+        scores = A.scores(q, k, 1 / math.sqrt(q.shape[-1]) if scale is None else scale)  # (B, L, L)
+        if causal:
+            length = scores.shape[-1]
+            future = torch.ones(length, length, dtype=torch.bool).triu(1)  # (L, L), True after the query
+            scores = scores.masked_fill(future, float("-inf"))
+        weights = torch.log_softmax(scores, dim=-1) if log_weights else torch.softmax(scores, dim=-1)
+        return weights @ v.double()  # (B, L, d_k)
     if rounding is None and not transposed and not scaled_after:
         return A.attention(q, k, v, scale=scale, softmax_dim=softmax_dim)[0]  # (B, L, d_k)
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
@@ -134,6 +161,9 @@ def variants(x, state, d_k=None) -> dict:
         "scale_after_softmax": formula(x, state, scaled_after=True),  # the weights or the context
         "softmax_wrong_axis": [formula(x, state, softmax_dim=dim) for dim in (-2, 0)],
         "value_from_key": [formula(x, state, value=name) for name in ("W_k", "W_q")],
+        "scores_not_query_key": [formula(x, state, key="W_q"), formula(x, state, query="W_k")],  # q qᵀ, k kᵀ
+        "causal_mask_added": formula(x, state, causal=True),
+        "log_softmax_weights": formula(x, state, log_weights=True),
         "floor_division": [formula(x, state, rounding=mode) for mode in ("floor", "trunc")],
         "scores_transposed": [formula(x, state, transposed=what) for what in ("scores", "weights")],
         "projections_changed": formula(
@@ -234,8 +264,31 @@ def compare(layer, state, x, evidence=None):
     if evidence is not None and isinstance(got, torch.Tensor) and got.shape == expected.shape:
         evidence.heatmap("context[0]", got[0].double(), expected[0])
     expect.close(
-        got, expected, "context", variants=variants(x, state), estimators=[scale_estimator(x, state)]
+        got,
+        expected,
+        "context",
+        variants=partial(variants, x, state),
+        estimators=[random_in_eval(layer, x), scale_estimator(x, state)],
     )
+
+
+def random_in_eval(layer, x):
+    """An `expect.close` estimator: names a forward pass that is random in eval mode (F.dropout,
+    whose training=True is the default) when two calls with fresh random draws disagree."""
+
+    def estimate(got):
+        with expect.fresh_draws(layer):
+            first, second = (context_of(layer, x) for _ in range(2))
+        if (
+            isinstance(first, torch.Tensor)
+            and isinstance(second, torch.Tensor)
+            and first.shape == second.shape
+        ):
+            if expect.largest_difference(first, second) > 1e-6:
+                return "random_in_eval", {}
+        return None
+
+    return estimate
 
 
 @check("fix_runs")
@@ -261,22 +314,59 @@ def test_fix_keeps_projections(student, rng):
     expect.tensor(context_of(layer, x), "context", finite=False)  # and it runs
 
 
+def accepts(student, batch, length, d_model, d_k) -> bool:
+    """Whether SelfAttention(d_model, d_k) builds and its forward answers at these sizes (inputs of
+    its own: the check's draws stay as they were)."""
+    own = torch.Generator().manual_seed(0)
+    try:
+        layer = student.SelfAttention(d_model, d_k)
+        layer.eval()
+        layer(torch.randn(batch, length, d_model, generator=own))
+    except StudentCodeError:
+        return False
+    return True
+
+
+def widened_square(state: dict, x: torch.Tensor, times: int = WIDER) -> tuple[dict, torch.Tensor]:
+    """For a layer with d_model = d_k: the weights and input of one with both times as large, every
+    extra feature zero (x padded with zeros, each W in the top-left corner): the same dot products,
+    and this layer's output in its first features, plus zeros."""
+    size = x.shape[-1]
+    out = {}
+    for name, value in state.items():
+        grown = torch.zeros(*(times * n for n in value.shape))
+        grown[tuple(slice(0, n) for n in value.shape)] = value
+        out[name] = grown
+    return out, torch.cat([x, x.new_zeros(*x.shape[:-1], (times - 1) * size)], dim=-1)
+
+
 @check("fix_scale_uses_dk")
 def test_fix_scale_uses_dk(student, rng):
     batch, length, d_model, d_k = CONFIGS[0]
+    square = not accepts(student, *CONFIGS[0]) and accepts(student, *SQUARE)
+    if square:  # the code answers only where d_model = d_k: its scale is judged there
+        batch, length, d_model, d_k = SQUARE
     _, own, x = student_layer(student, rng, batch, length, d_model, d_k, properties=True)
 
-    def context(width, state):
-        layer, _, _ = student_layer(student, rng, batch, length, d_model, width, state=state, x=x)
-        return expect.tensor(context_of(layer, x), "context", finite=False)
+    def context(width, state, model=d_model, inputs=x):
+        layer, _, _ = student_layer(student, rng, batch, length, model, width, state=state, x=inputs)
+        return expect.tensor(context_of(layer, inputs), "context", finite=False)
 
     for boost in (1, BOOST):  # larger scores where halving small ones shows nothing (rounded scores)
         state = scaled_queries(own, boost)
         plain, half = context(d_k, state), context(d_k, scaled_queries(state, 0.5))
-        if expect.largest_difference(plain, half) > 1e-6:
+        # scores that never use W_q (k·kᵀ, say: `fix_matches_formula` charges that) move with W_k
+        moves = expect.largest_difference(plain, half) > 1e-6 or (
+            expect.largest_difference(plain, context(d_k, scaled_queries(state, 0.5, "W_k"))) > 1e-6
+        )
+        if moves:
             break
-    expect.true(expect.largest_difference(plain, half) > 1e-6, NO_EFFECT_TEXT)
-    wide = context(WIDER * d_k, widened(state, d_k))
+    expect.true(moves, NO_EFFECT_TEXT)
+    if square:
+        wide_state, wide_x = widened_square(state, x)
+        wide = context(WIDER * d_k, wide_state, WIDER * d_model, wide_x)
+    else:
+        wide = context(WIDER * d_k, widened(state, d_k))
     # whatever the output's layout (`fix_runs` charges it), the wide layer's first features are this one's
     wide = expect.tensor(wide, "context", finite=False)
     expect.true(wide.shape[:-1] == half.shape[:-1] and wide.shape[-1] >= half.shape[-1], NO_EFFECT_TEXT)
@@ -287,6 +377,12 @@ def test_fix_scale_uses_dk(student, rng):
     # a layer that takes its values from W_q too (`fix_matches_formula` charges that) has its keys halved instead
     half_keys = context(d_k, scaled_queries(state, 0.5, "W_k"))
     if expect.error_ratio(wide, half_keys[..., : wide.shape[-1]], 1e-4, 1e-5) <= 1:
+        return
+    # scores that are not q·kᵀ (q·qᵀ or k·kᵀ, say: `fix_matches_formula` charges that) are halved by
+    # W_q and W_k each times 1/√2, whichever two of q and k they multiply
+    root = 0.5**0.5
+    half_both = context(d_k, scaled_queries(scaled_queries(state, root), root, "W_k"))
+    if expect.error_ratio(wide, half_both[..., : wide.shape[-1]], 1e-4, 1e-5) <= 1:
         return
     text = SCALE_TEXT.format(d_k=d_k, wide=WIDER * d_k, err=err)
     scales = {k: v for k, v in variants(x, state, d_k).items() if k in SCALE_MISTAKES}
@@ -315,5 +411,9 @@ def test_fix_matches_reference(student, reference, rng):
             expected = trusted(x.double())
         got = shaped_as_context(context_of(layer, x), x, d_k)
         expect.close(
-            got, expected, "context", variants=variants(x, state), estimators=[scale_estimator(x, state)]
+            got,
+            expected,
+            "context",
+            variants=partial(variants, x, state),
+            estimators=[random_in_eval(layer, x), scale_estimator(x, state)],
         )

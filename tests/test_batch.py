@@ -129,6 +129,16 @@ def test_zip_wrapping_one_folder_is_found(tmp_path):
     assert refused.value.problem == "no_files"
 
 
+def test_a_folder_named_after_another_s_shortened_key_keeps_a_key_of_its_own(tmp_path):
+    """The unseen attack: a folder name over the key's length is shortened to `head~digest`; a
+    second folder named exactly that shared its key, and its result replaced the first's."""
+    victim = "victim_" + "v" * 200
+    (tmp_path / victim).mkdir()
+    (tmp_path / discover(tmp_path)[0].student).mkdir()  # the attacker, named after the victim's key
+    keys = [e.student for e in discover(tmp_path)]
+    assert len(keys) == len(set(keys)) == 2
+
+
 def test_discover_keeps_every_entry_once(tmp_path):
     (tmp_path / "alice").mkdir()
     make_zip(tmp_path / "alice.zip", {FILE: b""})

@@ -42,6 +42,22 @@ def test_matching_variant_names_the_mistake():
     assert err.diagnosis == "mine"
 
 
+def test_variants_given_as_a_function_are_computed_only_for_a_wrong_answer():
+    expected = torch.tensor([1.0, 2.0])
+    wrong = expected * 2
+
+    def variants():
+        calls.append(1)
+        return {"doubled": wrong}
+
+    calls: list[int] = []
+    expect.close(expected.clone(), expected, "x", variants=variants)
+    assert calls == []  # a right answer needs no diagnosis
+    assert failure(expect.close, wrong, expected, "x", variants=variants).diagnosis == "doubled"
+    assert failure(expect.finite, torch.tensor([float("nan")]), "x", variants=lambda: {}).diagnosis is None
+    assert calls == [1]
+
+
 def test_nan_output_matches_an_overflowing_variant():
     q = torch.randn(2, 4, 16) * 12
     variant = A.naive_softmax(A.scores(q, q))

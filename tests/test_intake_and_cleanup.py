@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 import zipfile
+import zlib
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,37 @@ def test_a_zip_declaring_a_million_entries_is_refused_from_its_end_record(tmp_pa
         unpack_zip(archive, tmp_path / "out")
     assert refusal.value.problem == "zip_too_many"  # before: "zip_bad", once ZipFile had tried to parse it
     assert "1400000" in refusal.value.text.en
+
+
+def zip_with_lying_end_record(n: int) -> bytes:
+    """A real zip of one file plus `n` empty entries whose classic end record says 1 entry, while the
+    ZIP64 record and locator right before it (where `zipfile` looks, whatever the classic record
+    says) declare them all: the unseen attack's archive, small."""
+    data, name = REFERENCE.encode(), FILE.encode()
+    crc = zlib.crc32(data)
+    local = struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 0, 0, 0, crc, len(data), len(data), len(name), 0)
+
+    def central(fname: bytes, size: int, crc: int) -> bytes:
+        fields = (0x02014B50, 20, 20, 0, 0, 0, 0, crc, size, size, len(fname), 0, 0, 0, 0, 0, 0)
+        return struct.pack("<IHHHHHHIIIHHHHHII", *fields) + fname
+
+    first = central(name, len(data), crc)
+    directory = first + b"".join(central(b"p%06d" % i, 0, 0) for i in range(n))
+    start = len(local) + len(name) + len(data)
+    record = EOCD64.pack(0x06064B50, 44, 45, 45, 0, 0, n + 1, n + 1, len(directory), start)
+    locator = EOCD64_LOCATOR.pack(0x07064B50, 0, start + len(directory), 1)
+    lie = EOCD.pack(0x06054B50, 0, 0, 1, 1, len(first), start, 0)
+    return local + name + data + directory + record + locator + lie
+
+
+def test_a_zip64_record_behind_a_modest_classic_record_counts(tmp_path, monkeypatch):
+    archive = tmp_path / "lie.zip"
+    archive.write_bytes(zip_with_lying_end_record(30))
+    assert len(zipfile.ZipFile(archive).infolist()) == 31  # what zipfile would parse
+    monkeypatch.setattr(zipfile.ZipFile, "__init__", lambda *a, **k: pytest.fail("parsed before refusing"))
+    with pytest.raises(Refusal) as refusal:
+        unpack_zip(archive, tmp_path / "out", ZipCaps(members=20))
+    assert refusal.value.problem == "zip_too_many" and "31" in refusal.value.text.en
 
 
 def test_a_central_directory_over_its_cap_is_refused_before_parsing(tmp_path):

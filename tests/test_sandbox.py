@@ -83,6 +83,31 @@ def test_buffers_over_the_reply_cap_are_refused():
         recv(raw, max_buffer_bytes=1000)
 
 
+@pytest.mark.parametrize("depth", [4, 5, 40])
+def test_a_header_nested_past_the_depth_cap_is_refused_however_few_its_brackets(depth):
+    """The depth is counted only when the header has more brackets than the cap allows levels:
+    a header within the cap by that count is within it by any count."""
+    header = b'{"a": ' + b"[" * depth + b"1" + b"]" * depth + b"}"
+    if depth + 1 > 5:
+        with pytest.raises(wire.WireError, match="nested"):
+            recv(frame_bytes(header), max_depth=5)
+    else:
+        assert recv(frame_bytes(header), max_depth=5)[0]["a"]
+
+
+@pytest.mark.parametrize("chars, escaped", [(10, False), (11, False), (11, True), (10, True)])
+def test_a_string_over_its_cap_is_refused_written_plainly_or_escaped(chars, escaped):
+    """Strings are measured once the header is longer than the cap (a decoded string is never
+    longer than its bytes); `\\u0041` is six bytes for one character."""
+    text = (b"\\u0041" if escaped else b"A") * chars
+    header = b'{"s": "' + text + b'"}'
+    if chars > 10:
+        with pytest.raises(wire.WireError, match="character cap"):
+            recv(frame_bytes(header), max_string_chars=10)
+    else:
+        assert recv(frame_bytes(header), max_string_chars=10)[0]["s"] == "A" * chars
+
+
 @pytest.mark.parametrize(
     "header",
     [
@@ -516,3 +541,20 @@ def test_a_released_worker_is_reaped_before_the_next_worker_is_forked(root_pool)
     finally:
         second.close()
     assert zygote_children(root_pool) == []
+
+
+def test_a_pool_closed_right_after_a_release_ends_its_zygote_cleanly():
+    """The zygote answers a `release` after the worker is gone; a grader that closes right away (a
+    single grade ends so) must find it tidying up as on any other close, not dying on the answer
+    it could not send (exit 1, after a traceback and a wait for the worker's cgroup)."""
+    for reads_answer in (True, False):
+        pool = SandboxPool()
+        pool.spawn(1).release()
+        launch = pool._launch
+        if reads_answer:
+            pool.close()  # reads the answer first
+        else:
+            launch.control.close()  # a grader gone without reading it
+            launch.proc.wait(timeout=10)
+            pool.close()
+        assert launch.proc.returncode == 0

@@ -351,6 +351,7 @@ def run_case(
         result.network_contacts = listener.close()
         pool.limits = limits
     result.report = report
+    pool.settle()  # the released worker reaped, as before the next student's is forked
     result.processes_left = sandbox_processes(pool)
     result.files_changed = changed(before, snapshot(*guarded, folder))
     result.files_changed += sorted(str(p) for p in loose if p.exists() and p not in loose_before)

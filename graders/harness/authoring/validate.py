@@ -455,7 +455,7 @@ def validate_project(
     seeds = list(seeds)
     if jobs > 1 and len(ids) > 1:
         return _validate_side_by_side(project, ids, seeds, lang, progress, jobs)
-    from ..core.runner import grade
+    from ..core.runner import SessionGrader
     from ..sandbox.client import SandboxPool
 
     own_pool = pool is None
@@ -478,14 +478,20 @@ def validate_project(
                     continue  # every graded check would only repeat the static problem
                 folder = Path(scratch) / eid
                 folder.mkdir()
+                # one pytest session grades the reference, the stub and every mutant (as a batch job
+                # does: `SessionGrader`), not one `pytest.main` per grading
+                session = SessionGrader(project, pool=pool, exercises=[eid], run_hidden=True)
 
-                def grade_file(source: Path, seed: int, eid: str = eid, folder: Path = folder) -> Report:
-                    shutil.copyfile(source, folder / f"{eid}.py")
-                    return grade(
-                        project, folder, seed=seed, lang=lang, exercises=[eid], pool=pool, run_hidden=True
-                    )
+                def feed(
+                    grade, eid: str = eid, folder: Path = folder, manifest=manifest, verdict=verdict
+                ) -> None:
+                    def grade_file(source: Path, seed: int) -> Report:
+                        shutil.copyfile(source, folder / f"{eid}.py")
+                        return grade(folder, seed=seed, lang=lang)
 
-                graded_checks(project, manifest, verdict, grade_file, seeds)
+                    graded_checks(project, manifest, verdict, grade_file, seeds)
+
+                session.run(feed)
     finally:
         if own_pool:
             pool.close()

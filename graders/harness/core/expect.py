@@ -31,6 +31,7 @@ from .errors import CheckFailed, GraderFault, StudentCodeError
 from .i18n import Text, say
 
 Variant = torch.Tensor | tuple | Callable[[], "torch.Tensor | tuple | None"] | None
+Variants = Mapping[str, Variant] | Callable[[], Mapping[str, Variant]]  # the mapping, or how to compute it
 Estimator = Callable[[torch.Tensor], "tuple[str, dict] | None"]
 AMBIGUOUS = 4.0  # a second mistake fits "as well" when its error is within this factor of the best one's,
 AMBIGUOUS_FLOOR = 0.05  # or within 5% of the tolerance (two exact fits, up to float32 rounding)
@@ -112,7 +113,7 @@ def finite(
     got: torch.Tensor,
     name: str,
     *,
-    variants: Mapping[str, Variant] | None = None,
+    variants: Variants | None = None,
     rtol: float = 1e-3,
     atol: float = 1e-4,
 ) -> torch.Tensor:
@@ -121,7 +122,7 @@ def finite(
     return _require_finite(got, name, variants or {}, rtol, atol)
 
 
-def _require_finite(got: torch.Tensor, name: str, variants: Mapping[str, Variant], rtol: float, atol: float):
+def _require_finite(got: torch.Tensor, name: str, variants: Variants, rtol: float, atol: float):
     bad = ~torch.isfinite(got.detach())
     if bool(bad.any()):
         index = bad.nonzero()
@@ -172,7 +173,7 @@ def _fit(got: torch.Tensor, value, joint, rtol: float, atol: float) -> float:
 
 def find_variant(
     got: torch.Tensor,
-    variants: Mapping[str, Variant],
+    variants: Variants,
     rtol: float,
     atol: float,
     joint: torch.Tensor | None = None,
@@ -181,10 +182,13 @@ def find_variant(
 
     A variant may be a tensor (compared with `got`), a pair `(value, joint_value)` compared with
     `got` and `joint` together, a list of those (ways of writing one mistake), or a callable
-    giving any of them. None when no variant matches, or when
+    giving any of them; `variants` itself may be a callable giving the mapping (`close` and
+    `finite` then compute it only for an answer that fails). None when no variant matches, or when
     a variant of another id fits within a factor `AMBIGUOUS` of the best: the evidence cannot tell
     those mistakes apart, and naming one of them could mislead.
     """
+    if callable(variants):  # the mapping itself, computed only now that a mismatch needs it
+        variants = variants()
     fits = []
     for diagnosis, variant in variants.items():
         value = variant() if callable(variant) else variant
@@ -199,6 +203,19 @@ def find_variant(
     return None if rivals else best
 
 
+def once(compute: Callable[[], Mapping[str, Variant]]) -> Callable[[], Mapping[str, Variant]]:
+    """`compute` called at most once, its result kept: variants two checks of one probe share (the
+    weights' and the output's), computed only if one of them fails."""
+    kept: list = []
+
+    def variants() -> Mapping[str, Variant]:
+        if not kept:
+            kept.append(compute())
+        return kept[0]
+
+    return variants
+
+
 def close(
     got,
     expected: torch.Tensor,
@@ -206,7 +223,7 @@ def close(
     *,
     rtol: float = 1e-4,
     atol: float = 1e-5,
-    variants: Mapping[str, Variant] | None = None,
+    variants: Variants | None = None,
     estimators: Sequence[Estimator] = (),
     readings: Sequence[torch.Tensor | None] = (),
     joint: torch.Tensor | None = None,

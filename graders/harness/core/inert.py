@@ -92,8 +92,10 @@ def student_key(name: str) -> str:
     key = single_line(
         _SURROGATE.sub(lambda m: f"\\x{ord(m.group()) - 0xDC00:02x}", text)
     )  # surrogateescape: U+DC80..U+DCFF stand for the bytes 0x80..0xFF
-    if len(key.encode()) <= MAX_KEY_BYTES:
+    if len(key.encode()) <= MAX_KEY_BYTES and "~" not in key:
         return key
+    # A shortened key ends in `~` and a digest of the whole name; a name with a `~` of its own gets
+    # one too, else a folder named like another's shortened key would share its key (and results).
     digest = hashlib.sha256(raw).hexdigest()[:16]
     head = key.encode()[: MAX_KEY_BYTES - 20].decode("utf-8", "ignore")
     return f"{head}~{digest}"

@@ -298,6 +298,13 @@ class SandboxPool:
                 launch.control.recv(1 << 16)
         self._unread = (None, 0)
 
+    def settle(self) -> None:
+        """Wait until the zygote has reaped and swept every released worker (what it does before
+        it forks another anyway): for a caller that looks at the process table now."""
+        with self._lock:
+            if self._launch is not None and self._unread[1]:
+                self._catch_up(self._launch)
+
     def release(self, pid: int) -> None:
         """Have the zygote reap worker `pid` (SIGKILLed already: see `SandboxWorker.release`) while
         this process goes on. Its account is read before the next request to the zygote, so the next
@@ -396,6 +403,12 @@ class SandboxPool:
     def close(self) -> None:
         """Kill the zygote and everything it started; nothing of this pool stays in its folder."""
         if self._launch is not None:
+            with self._lock:  # a released worker is reaped first: the zygote then tidies up at once
+                try:
+                    self._launch.control.settimeout(self.limits.reap_seconds + 1.0)
+                    self._catch_up(self._launch)
+                except OSError:
+                    self._unread = (None, 0)
             self._launch.kill()
             self._launch = None
 

@@ -297,7 +297,8 @@ def recv_frame(
     if size > max_header_bytes:
         raise WireError(f"header of {size} bytes is over the {max_header_bytes}-byte cap")
     raw = _recv_exact(sock, size, deadline)
-    depth = json_depth(raw)
+    # each level of nesting opens a bracket, so a header with few brackets needs no count of its depth
+    depth = json_depth(raw) if raw.count(b"[") + raw.count(b"{") > max_depth else 0
     if depth > max_depth:
         raise WireError(f"header nested {depth} deep, over the cap of {max_depth}")
     try:
@@ -306,7 +307,8 @@ def recv_frame(
         raise WireError(f"header is not JSON: {str(exc)[:120]}") from exc
     if type(header) is not dict:
         raise WireError("header is not an object")
-    check_strings(header, max_string_chars)
+    if len(raw) > max_string_chars:  # a decoded string is never longer than the bytes it came from
+        check_strings(header, max_string_chars)
     sizes = header.get("buffers", [])
     if (
         type(sizes) is not list

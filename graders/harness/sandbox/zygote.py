@@ -383,7 +383,10 @@ class Zygote:
                 reply = self.kill_and_reap(int(req["pid"]), float(req.get("wait", 0)))
             else:
                 return
-            self.control.send(json.dumps(reply).encode())
+            try:
+                self.control.send(json.dumps(reply).encode())
+            except OSError:  # the grader is gone (it may close without reading a `release`'s answer)
+                return
 
 
 def main(control_fd: int, options: dict) -> None:

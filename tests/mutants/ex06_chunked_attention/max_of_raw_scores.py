@@ -1,0 +1,23 @@
+"""Mutant: the maximum comes from the raw dot products; the division by √d_k happens in the exp."""
+
+import math
+
+import torch
+
+
+def chunked_attention(q, k, v, chunk_size):
+    if not isinstance(chunk_size, int) or chunk_size < 1:
+        raise ValueError("chunk_size must be a positive integer")
+    root = math.sqrt(q.shape[-1])
+    m = torch.full((*q.shape[:-1], 1), -float("inf"))
+    l = torch.zeros((*q.shape[:-1], 1))  # noqa: E741
+    acc = torch.zeros((*q.shape[:-1], v.shape[-1]))
+    for start in range(0, k.shape[-2], chunk_size):
+        dots = torch.einsum("...ld,...cd->...lc", q, k[..., start : start + chunk_size, :])
+        m_new = torch.maximum(m, dots.max(dim=-1, keepdim=True).values)
+        p = torch.exp(dots / root - m_new)
+        alpha = torch.exp(m - m_new)
+        l = alpha * l + p.sum(dim=-1, keepdim=True)  # noqa: E741
+        acc = alpha * acc + torch.einsum("...lc,...cd->...ld", p, v[..., start : start + chunk_size, :])
+        m = m_new
+    return acc / l

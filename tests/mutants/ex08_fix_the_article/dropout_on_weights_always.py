@@ -1,0 +1,23 @@
+"""Mutant: torch.dropout(weights, 0.2, True): the weights dropped at random even in eval mode."""
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+
+class SelfAttention(torch.nn.Module):
+    """Single-head self-attention that projects d_model features down to d_k."""
+
+    def __init__(self, d_model, d_k):
+        super().__init__()
+        self.d_k = d_k  # the projected dimension: the scale uses it
+        self.W_q = torch.nn.Linear(d_model, d_k)
+        self.W_k = torch.nn.Linear(d_model, d_k)
+        self.W_v = torch.nn.Linear(d_model, d_k)
+
+    def forward(self, x):
+        q, k, v = self.W_q(x), self.W_k(x), self.W_v(x)
+        weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(self.d_k), dim=-1)
+        weights = torch.dropout(weights, 0.2, True)
+        return weights @ v
