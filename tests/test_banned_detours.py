@@ -104,6 +104,15 @@ def run(q):
 """
 
 
+# The worker's socket, reached through the tripwire wrapper's closure (the Worker object no longer is)
+SOCKET_FROM_CLOSURES = """import torch.nn.functional as F
+_cells = [c.cell_contents for c in F.scaled_dot_product_attention.__closure__]  # past the watch
+_record = [v for v in _cells if getattr(v, "__name__", "") == "record"][0]
+_inner = {getattr(c.cell_contents, "__name__", ""): c.cell_contents for c in _record.__closure__}
+_sendall, _pack = _inner["sendall"], _inner["pack_frame"]
+"""
+
+
 def test_a_hit_erased_inside_the_worker_is_still_on_record(pool, tmp_path):
     import torch
 
@@ -122,14 +131,10 @@ def test_a_hit_erased_inside_the_worker_is_still_on_record(pool, tmp_path):
 
 def test_a_forged_event_frame_is_a_protocol_error(pool, tmp_path):
     """An event frame the trusted side does not know ends the worker: it cannot smuggle replies."""
-    source = """import warnings
-_cells = [c.cell_contents for c in __import__.__closure__]  # past the introspection watch
-_w = [v for v in _cells if type(v).__name__ == "Worker"]
-
+    source = SOCKET_FROM_CLOSURES + """
 
 def run():
-    w = _w[0]
-    w._sendall(w._pack({"event": "reply", "seq": 99}))
+    _sendall(_pack({"event": "reply", "seq": 99}))
     return 1
 """
     from graders.harness.core.errors import StudentCrash
@@ -248,14 +253,10 @@ def test_a_forged_reply_cannot_guess_the_number_of_the_request_it_answers(pool, 
     it is running. Requests used to be numbered in turn (hello 1, load 2, the read of `run` 3, its
     call 4), so the forgery could carry the right number; each request now carries a random one,
     and the forgery is refused as out of turn (the submission's fault), never taken as the answer."""
-    source = """import warnings
-_cells = [c.cell_contents for c in __import__.__closure__]  # past the introspection watch
-_w = [v for v in _cells if type(v).__name__ == "Worker"]
-
+    source = SOCKET_FROM_CLOSURES + """
 
 def run():
-    w = _w[0]
-    w._sendall(w._pack({"ok": True, "value": 42, "seq": 4, "nonce": 4}))
+    _sendall(_pack({"ok": True, "value": 42, "seq": 4, "nonce": 4}))
     return 1
 """
     from graders.harness.core.errors import StudentCrash

@@ -64,19 +64,19 @@ FORGED_CLAIM = """import warnings
 import torch.nn as nn
 
 _interp = warnings.sys
-_cells = [c.cell_contents for c in __import__.__closure__]  # past the introspection watch
-_w = [v for v in _cells if type(v).__name__ == "Worker"][0]
 _wire = [m for n, m in list(_interp.modules.items()) if n.endswith("sandbox.wire")][0]
+_encode = _wire.encode_value
 
 
-def _claim(self, req, bufs):
-    info = {"class": "Layer", "module": "x", "is_nn_module": True, "training": True,
-            "parameters": [["query.weight", [4, 4], True], ["query.bias", [4], True]], "buffers": [],
-            "modules": [["", "Layer", "x"], ["query", "Linear", "torch.nn.modules.linear"]]}
-    return {"ok": True, "value": _wire.encode_value(info, [])}
+def _claim(value, buffers, *rest):  # what the worker's introspection encodes, rewritten
+    if type(value) is dict and "is_nn_module" in value:
+        value = {"class": "Layer", "module": "x", "is_nn_module": True, "training": True,
+                 "parameters": [["query.weight", [4, 4], True], ["query.bias", [4], True]], "buffers": [],
+                 "modules": [["", "Layer", "x"], ["query", "Linear", "torch.nn.modules.linear"]]}
+    return _encode(value, buffers, *rest)
 
 
-type(_w).OPS["introspect"] = _claim
+_wire.encode_value = _claim
 
 
 class Layer(nn.Module):
@@ -117,4 +117,5 @@ def test_a_state_echo_with_no_layer_confirms_no_linear_layer(pool, tmp_path):
 def test_a_forged_description_confirms_nothing(pool, tmp_path):
     info, _, _ = introspect(pool, tmp_path, FORGED_CLAIM)
     assert info["is_nn_module"] is True  # the claim is kept as a claim
+    assert ["query", "Linear", "torch.nn.modules.linear"] in info["modules"]  # the forgery got through
     assert info["parameters"] == [] and info["linear"] == {}

@@ -51,9 +51,10 @@ DYNAMIC_CALLS = {
 ATTRIBUTE_CALLS = {"getattr", "setattr", "delattr", "hasattr"}
 DYNAMIC_NAMES = {"importlib", "functional_call", "__builtins__", "__import__", "builtins"}
 DUNDERS = {
-    "__dict__", "__closure__", "__wrapped__", "__code__", "__globals__", "__builtins__", "__getattribute__",
-    "__import__", "__subclasses__", "__mro__", "__bases__", "__base__", "__func__", "__defaults__",
-    "__kwdefaults__", "__loader__", "__spec__", "__self__", "__setattr__", "__delattr__", "__getattr__",
+    "__dict__", "__closure__", "__annotations__", "__wrapped__", "__code__", "__globals__", "__builtins__",
+    "__getattribute__", "__import__", "__subclasses__", "__mro__", "__bases__", "__base__", "__func__",
+    "__defaults__", "__kwdefaults__", "__loader__", "__spec__", "__self__", "__setattr__", "__delattr__",
+    "__getattr__",
 }  # fmt: skip
 NAMESPACE_ROOTS = ("torch", "numpy")
 # detours: a module through another, the interpreter's object graph, frames and closure cells
@@ -64,12 +65,36 @@ INDIRECT_ATTRS = {
     "methodcaller", "currentframe", "cell_contents", "get_field", "Formatter",
     "_jit_get_operation", "_builtin_ops", "_get_operation_overload", "_builtins",
 }  # fmt: skip
+# modules off the import allow-list that allowed modules hold as attributes (`torch.os`,
+# `torch.ctypes`, `dataclasses.inspect`): a module reached through another, like `.sys`
+OFF_LIST_MODULES = {
+    "os", "ctypes", "_ctypes", "importlib", "inspect", "subprocess", "_posixsubprocess", "socket", "signal",
+    "threading", "_thread", "multiprocessing", "posix", "pickle", "marshal", "shutil", "tempfile", "mmap",
+}  # fmt: skip
 INDIRECT_MODULES = {"_builtins", "_C", "_jit_internal"}  # torch's tables of its own operators, by name
+# Eval gadgets: what turns a string into code or into a name. `typing` evaluates string annotations
+# (`get_type_hints`, `ForwardRef`, `_eval_type`); torch compiles TorchScript from source strings
+# (`torch.jit`), registers and looks up kernels by name (`torch.library`, `torch.ops`), and keeps
+# tables of its operators (`torch._decomp.decomposition_table`), and traces or rewrites code
+# (`torch.fx`, `torch.compile`, `torch.overrides`): each of these reaches a banned kernel without
+# naming it in the source, so each counts as a detour, and so does every private attribute of a
+# torch namespace (`torch._C`, `torch._ops`, `torch._scaled_dot_product_*`): see `_Scan.named`.
+EVAL_GADGETS = {
+    "get_type_hints", "ForwardRef", "_eval_type", "eval_type", "evaluate_forward_ref", "_evaluate",
+    "get_annotations", "CompilationUnit", "decomposition_table", "core_aten_decompositions",
+    "get_decompositions", "register_decomposition",
+}  # fmt: skip
+TORCH_GADGETS = {"jit", "library", "ops", "fx", "compile", "overrides", "export", "hub", "package"}
 INDIRECT_NAMES = {
     "sys", "gc", "inspect", "attrgetter", "methodcaller", "get_objects", "_getframe",
     "Formatter", "get_field", "_builtin_ops", "_builtins", "_jit_get_operation",
 }  # fmt: skip
-INDIRECT_STRINGS = INDIRECT_ATTRS | {"modules", "gc", "inspect"}
+INDIRECT_STRINGS = INDIRECT_ATTRS | EVAL_GADGETS | {"modules", "gc", "inspect"}
+
+
+def _private(name: str) -> bool:
+    """A private name of a module (``_C``, ``_decomp``), not a dunder (``__version__``)."""
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
 
 
 @dataclass(frozen=True)
@@ -113,6 +138,15 @@ class _Scan:
         self.docstrings = {
             id(n.value) for n in nodes if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)
         }
+        self.annotations = {
+            id(a)
+            for n in nodes
+            for a in (
+                [n.annotation] if isinstance(n, (ast.arg, ast.AnnAssign)) else
+                [n.returns] if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) else []
+            )
+            if isinstance(a, ast.Constant) and isinstance(a.value, str)
+        }  # fmt: skip
         self.torch_names = self._torch_names(tree)
         self.called = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
         self.found: list[Finding] = []
@@ -146,25 +180,30 @@ class _Scan:
         if isinstance(node, ast.Attribute):
             self.attribute(node)
         elif isinstance(node, ast.ImportFrom):
+            torch_gadget = _torch_gadget((node.module or "").split("."))
             for a in node.names:
                 if _matches(a.name, self.patterns):
                     self.add("banned", f"from {node.module} import {a.name}", node)
                 elif a.name in DYNAMIC_NAMES:
                     self.add("dynamic", f"from {node.module} import {a.name}", node)
-                elif a.name in INDIRECT_NAMES or a.name == "modules":
+                elif a.name in INDIRECT_NAMES or a.name == "modules" or a.name in EVAL_GADGETS:
+                    self.add("indirect", f"from {node.module} import {a.name}", node)
+                elif a.name in OFF_LIST_MODULES and node.module:  # `from torch import os`
+                    self.add("indirect", f"from {node.module} import {a.name}", node)
+                elif torch_gadget or _torch_gadget([*(node.module or "").split("."), a.name]):
                     self.add("indirect", f"from {node.module} import {a.name}", node)
         elif isinstance(node, ast.Import):
             for a in node.names:
                 if a.name.split(".")[0] in DYNAMIC_NAMES:
                     self.add("dynamic", f"import {a.name}", node)
-                elif INDIRECT_MODULES & set(a.name.split(".")[1:]):
+                elif INDIRECT_MODULES & set(a.name.split(".")[1:]) or _torch_gadget(a.name.split(".")):
                     self.add("indirect", f"import {a.name}", node)
         elif isinstance(node, ast.Name):
             if _matches(node.id, self.patterns) and node.id not in self.defined:
                 self.add("banned", node.id, node)
             elif node.id in DYNAMIC_NAMES or (node.id in DYNAMIC_CALLS and node.id not in self.defined):
                 self.add("dynamic", node.id, node)
-            elif node.id in INDIRECT_NAMES and node.id not in self.defined:
+            elif (node.id in INDIRECT_NAMES or node.id in EVAL_GADGETS) and node.id not in self.defined:
                 self.add("indirect", node.id, node)
             elif node.id in ATTRIBUTE_CALLS and node.id not in self.defined and id(node) not in self.called:
                 self.add("indirect", node.id, node)  # getattr as a value: reduce(getattr, names, F)
@@ -179,6 +218,8 @@ class _Scan:
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             if id(node) in self.docstrings:
                 return
+            if id(node) in self.annotations and not _plain_annotation(node.value):
+                self.add("dynamic", f"string annotation {node.value[:60]!r} (evaluated as code)", node)
             parts = node.value.split(".")
             if all(p.isidentifier() for p in parts) and _matches(parts[-1], self.patterns):
                 self.add("banned", repr(node.value), node)
@@ -195,6 +236,10 @@ class _Scan:
     def attribute(self, node: ast.Attribute) -> None:
         own = isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")
         called = id(node) in self.called
+        if not own and self.is_namespace(node.value) and (_private(node.attr) or node.attr in TORCH_GADGETS):
+            if not _matches(node.attr, self.patterns):  # a private name of torch, or a door to kernels
+                self.add("indirect", ast.unparse(node), node)
+                return
         self.named(node.attr, ast.unparse(node), node, own=own, called=called)
 
     def named(self, attr: str, what: str, node: ast.AST, own: bool = False, called: bool = False) -> None:
@@ -205,7 +250,7 @@ class _Scan:
             self.add("dynamic", what, node)
         elif attr in DYNAMIC_NAMES or attr in ("functional_call", "import_module"):
             self.add("dynamic", what, node)
-        elif attr in INDIRECT_ATTRS and not own:
+        elif (attr in INDIRECT_ATTRS or attr in EVAL_GADGETS or attr in OFF_LIST_MODULES) and not own:
             self.add("indirect", what, node)
         elif attr == "modules" and not called and not own:  # model.modules() is fine
             self.add("indirect", what, node)
@@ -219,6 +264,32 @@ class _Scan:
                 self.add("dynamic", ast.unparse(node)[:80], node)
             elif name != "getattr" and name != "hasattr" and self.is_namespace(target):
                 self.add("dynamic", ast.unparse(node)[:80], node)
+
+
+def _torch_gadget(parts: list[str]) -> bool:
+    """Is the dotted module `parts` a private module of torch or one of its doors to kernels by name
+    (``torch._decomp``, ``torch.jit``, ``torch.library``...)?"""
+    return (
+        len(parts) > 1
+        and parts[0] in NAMESPACE_ROOTS
+        and (parts[1] in TORCH_GADGETS or any(_private(p) for p in parts[1:]))
+    )
+
+
+_ANNOTATION_NODES = (
+    ast.Expression, ast.Name, ast.Attribute, ast.Subscript, ast.Constant, ast.Tuple, ast.List, ast.Load,
+    ast.BinOp, ast.BitOr,
+)  # fmt: skip
+
+
+def _plain_annotation(text: str) -> bool:
+    """Is a string annotation a type as written (``"Tensor"``, ``"list[int] | None"``), not code that
+    `typing.get_type_hints` would run (a call, a lambda, a comprehension)?"""
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return True  # not an expression: typing cannot evaluate it either
+    return all(isinstance(n, _ANNOTATION_NODES) for n in ast.walk(tree))
 
 
 def _root(node: ast.AST) -> str | None:

@@ -29,8 +29,10 @@ from . import isolation, wire
 from .launch import ALLOWED_IMPORTS, BOOT, ZygoteLaunch, ZygoteStartFailed, claim, default_options
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-MAX_EVENTS_PER_REQUEST = 1000  # event frames (tripwire hits) the worker may send before its reply
-MAX_TRIPWIRE_RECORD = 100  # tripwire hits kept per worker (the worker sends each (module, name) once)
+MAX_EVENTS_PER_REQUEST = 1000  # new event frames (a first tripwire hit) the worker may send before its reply
+MAX_REPEATS_PER_REQUEST = 100_000  # repeats of a hit already kept (the worker sends every call; small frames)
+MAX_TRIPWIRE_RECORD = 100  # tripwire hits a report names (the record itself keeps one per (module, entry))
+TRIPWIRE_EVENT_KEYS = frozenset({"event", "module", "what", "line", "buffers"})
 
 FULL = frozenset({
     "pid-namespace", "mount-namespace", "network-namespace", "empty-root", "unprivileged-uid",
@@ -443,7 +445,8 @@ class SandboxWorker:
         self._cpu_path = ""
         self.requests = 0  # sent so far
         self._nonce = 0  # the current request's: its reply must carry it
-        self.tripwire_hits: list[tuple[str | None, str, int]] = []  # sent by the worker as they happen
+        # sent by the worker as they happen: the first hit of each (module, banned entry), in order
+        self.tripwire_hits: dict[tuple[str | None, str], tuple[str | None, str, int]] = {}
         self._banned: dict[str, set[str]] = {}  # module -> the names its tripwire watches (from `load`)
         self._out_fd: int | None = out_fd
         self._out_lock = threading.Lock()
@@ -643,7 +646,8 @@ class SandboxWorker:
             if header is not None and header.get("op") == "load":
                 self._banned[str(header.get("module"))] = {str(b) for b in header.get("banned") or []}
             limits = self.pool.limits
-            for _ in range(MAX_EVENTS_PER_REQUEST + 1):
+            events = repeats = 0
+            while True:
                 self._wait_readable(deadline, cpu_budget)
                 reply, bufs = wire.recv_frame(
                     self.sock, deadline, limits.reply_bytes, max_header_bytes=limits.reply_header_bytes,
@@ -651,9 +655,16 @@ class SandboxWorker:
                 )  # fmt: skip
                 if "event" not in reply:
                     break
-                self._event(reply)
-            else:
-                raise wire.WireError(f"more than {MAX_EVENTS_PER_REQUEST} event frames for one request")
+                if self._event(reply):
+                    events += 1
+                else:
+                    repeats += 1
+                if events > MAX_EVENTS_PER_REQUEST:
+                    raise wire.WireError(f"more than {MAX_EVENTS_PER_REQUEST} event frames for one request")
+                if repeats > MAX_REPEATS_PER_REQUEST:
+                    raise wire.WireError(
+                        f"more than {MAX_REPEATS_PER_REQUEST} calls of banned functions in one request"
+                    )
             if header is not None and reply.get("nonce") != self._nonce:  # forged or stale: out of turn
                 raise wire.WireError("a reply arrived out of turn")
             if header is not None and header.get("op") == "tripwire" and reply.get("ok") is True:
@@ -675,10 +686,16 @@ class SandboxWorker:
             self.kill()
             raise WorkerProtocolError(str(exc)) from exc
 
-    def _event(self, frame: dict) -> None:
-        """Keep a tripwire hit the worker sent as it happened (see `worker.Tripwire`); a submission
-        that read the interpreter's frames or object graph (see `worker.watch_introspection`) could
-        have forged anything the worker sends after that: the call ends as the student's fault."""
+    def _event(self, frame: dict) -> bool:
+        """Keep a tripwire hit the worker sent as it happened (see `worker.Tripwire`); True when it
+        is the first of its (module, banned entry), which is all the record keeps: the set of keys is
+        bounded by the banned lists of the modules loaded, so no cap can drop a real hit. A tripwire
+        frame that names a module not loaded, or a name no loaded module bans (nothing the tripwire
+        watches would send it), was written by the submission itself: the call ends as its fault.
+
+        A submission that read the interpreter's frames or object graph (see
+        `worker.watch_introspection`) could have forged anything the worker sends after that: the
+        call ends as the student's fault."""
         if frame.get("event") == "introspection":
             what, line = frame.get("what"), frame.get("line")
             where = f", line {line}" if type(line) is int and line > 0 else ""
@@ -692,8 +709,20 @@ class SandboxWorker:
         module, what, line = frame.get("module"), frame.get("what"), frame.get("line")
         if not (module is None or type(module) is str) or type(what) is not str or type(line) is not int:
             raise wire.WireError("malformed tripwire event")
-        if len(self.tripwire_hits) < MAX_TRIPWIRE_RECORD:
-            self.tripwire_hits.append((module, what[:200], line))
+        forged = frame.keys() != TRIPWIRE_EVENT_KEYS or frame.get("buffers") != []
+        if forged or (module is not None and module not in self._banned):
+            raise wire.WireError("a tripwire event the tripwire did not send (a frame your code wrote)")
+        entries = sorted({b for banned in self._banned.values() for b in banned if wire.is_banned(what, [b])})
+        if not entries:
+            raise wire.WireError(
+                f"a tripwire event naming {what[:100]!r}, which the tripwire does not watch"
+                " (a frame your code wrote)"
+            )
+        key = (module, entries[0])
+        if key in self.tripwire_hits:
+            return False
+        self.tripwire_hits[key] = (module, what[:200], line)
+        return True
 
     def tripwire_report(self, target, worker_says) -> list[list]:
         """The tripwire's record for the module `target` names, [[banned name, line], ...]: the hits
@@ -703,7 +732,8 @@ class SandboxWorker:
         module = target.get("$module") if type(target) is dict else None
         banned = self._banned.get(str(module), set())
         mine = (module, None)
-        out = [[w, line] for who, w, line in self.tripwire_hits if wire.is_banned(w, banned) and who in mine]
+        hits = self.tripwire_hits.values()
+        out = [[w, line] for who, w, line in hits if wire.is_banned(w, banned) and who in mine]
         for item in worker_says if type(worker_says) is list else []:
             if type(item) is list and item and type(item[0]) is str and item[0].endswith("(tripwire undone)"):
                 out.append([item[0], 0])

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import builtins
 import fnmatch
+import functools
 import importlib
 import importlib.machinery
 import random
@@ -39,28 +40,54 @@ class ImportRefused(ImportError):
     pass
 
 
+# Where a banned operator also lives in torch's Python namespaces: the same C++ kernel under several
+# names (``torch._scaled_dot_product_flash_attention_for_cpu`` is ``torch.ops.aten.…``). Each banned
+# name is watched under every one of them; a hit is reported under the banned name itself.
+ALIAS_HOMES = (
+    "torch",
+    "torch._C._VariableFunctions",
+    "torch._C._nn",
+    "torch.nn.functional",
+    "torch.ops.aten",
+)
+
+
 class Tripwire:
     """Run-time half of the "built by hand" rule (the static half is `graders.harness.core.banned`).
 
     `arm(module, banned)` wraps each banned dotted name of this worker's torch (a function: the
-    attribute is replaced by a wrapper; a class: its `__init__` is), once, before the module `module`
-    runs. A wrapper records the call with the line of the innermost student frame on the stack (none
-    when only torch's own code is there) and calls through. Each first hit of a (module, name) pair
-    is sent to the trusted side at once, before the wrapped function runs (`notify`: a frame on the
-    worker's socket, which nothing in the worker can take back); the trusted side keeps the record
-    (`SandboxWorker.tripwire_report`), so erasing `hits` here erases nothing. `report(module)` gives
-    the calls of names that module bans, made from its code or from no student code at all, plus
-    any wrapper found undone (a submission that restored the original: which the static check sees
-    it do).
+    attribute is replaced by a wrapper; a class: its `__init__` is; an operator of ``torch.ops``: the
+    packet and each of its overloads, whose `_op` is what every reference to them calls, so an
+    overload taken from another table, ``torch._decomp.decomposition_table``, is watched too), and
+    the same operator under each of its other names (`ALIAS_HOMES`), once, before the module
+    `module` runs. A wrapper finds the innermost student frame on the stack (none when only torch's
+    own code is there) and sends the hit to the trusted side at once, before the wrapped function
+    runs: a frame on the worker's socket, which nothing in the worker can take back. Every call is
+    sent: which hit is a repeat is decided on the trusted side (`SandboxWorker._event`), which keeps
+    the record; the worker keeps none, so there is no "already sent" state here to fake.
+
+    Each banned aten operator is also watched in the dispatcher itself (`_watch_dispatcher`), which
+    sees the calls that pass no Python wrapper: an original read out of a wrapper's closure, the C++
+    function table, TorchScript, torch's own C++ code called by the submission.
+
+    What a wrapper closes over is the original, the name it reports and `record`, a plain function
+    whose closure holds the socket's `sendall`, the frame packer, a lock, `sys._getframe` and a
+    read-only view of which globals belong to which exercise: no object with attributes that turn
+    it off, and nothing that leads to the Worker. What in-process code can still do: rewrite a
+    closure cell (``wrapper.__closure__[i].cell_contents = …``) or call the original it reads out
+    of one; both need `__closure__`/`cell_contents` (or an eval gadget that writes them), which the
+    static rule flags; the dispatcher's watch still sees such a call unless the submission also
+    steps around the dispatcher keys it sits at (torch's private guards that exclude them, a
+    `torch.library` registration of its own, a dispatch mode), all private torch namespaces the
+    static rule flags too. `report(module)` names any wrapper found no longer in place.
     """
 
-    def __init__(self, owner_of, notify=None) -> None:
-        self.owner_of = owner_of  # globals dict -> the exercise module it belongs to, or None
-        self.notify = notify  # (module or None, dotted name, line) -> None: tells the trusted side
+    def __init__(self, record) -> None:
+        self.record = record  # (dotted name, owned_only=False) -> None: sends the hit (`make_recorder`)
         self.banned_of: dict[str, set[str]] = {}
-        self.installed: dict[str, tuple] = {}  # dotted name -> (owner, attribute, wrapper)
-        self.hits: list[tuple] = []  # (module or None, dotted name, line)
-        self.sent: set[tuple] = set()  # (module or None, dotted name) already sent
+        self.installed: dict[str, tuple] = {}  # name watched -> (owner, attribute, wrapper, reported)
+        self.dispatched: set[str] = set()  # aten operators watched at the dispatcher
+        self._library = None  # torch.library.Library("aten", "IMPL"), made on first use
 
     @staticmethod
     def _resolve(dotted: str):
@@ -96,63 +123,214 @@ class Tripwire:
             names |= {op[len(qualified) :].split(".")[0] for op in ops if op.startswith(qualified)}
         return sorted(f"{prefix}.{name}" for name in names if fnmatch.fnmatchcase(name, last))
 
+    @classmethod
+    def _aliases(cls, dotted: str) -> list[str]:
+        """`dotted` and the other names torch gives the same function (`ALIAS_HOMES`)."""
+        last = dotted.rsplit(".", 1)[-1]
+        out = [dotted] + [f"{home}.{last}" for home in ALIAS_HOMES if f"{home}.{last}" != dotted]
+        return [name for name in out if cls._resolve(name)[0] is not None]
+
     def arm(self, module: str, banned) -> None:
         self.banned_of[module] = {str(b) for b in banned}
         names: set[str] = set()
         for dotted in self.banned_of[module]:
             names |= set(self._expand(dotted)) if "*" in dotted else {dotted}
+        for dotted in sorted(names):  # each banned name under its own name first, then its aliases
+            self._install(dotted, dotted)
         for dotted in sorted(names):
-            if dotted in self.installed:
+            for alias in self._aliases(dotted):
+                self._install(alias, dotted)
+        for dotted in sorted(names):
+            self._watch_dispatcher(dotted)
+
+    def _watch_dispatcher(self, reported: str) -> None:
+        """Watch the aten operator named like `reported` (if there is one) in the dispatcher itself:
+        a kernel at the ADInplaceOrView key, which every call of the operator on an ordinary CPU
+        tensor passes through after autograd has recorded it, sends the hit (when an exercise's
+        code is on the stack) and redispatches to the real kernel, so the result and its gradient
+        are torch's own; an operator torch decomposes (`scaled_dot_product_attention`, its math
+        path) is watched at AutogradCPU and runs the same decomposition (`OpOverload.decompose`).
+        It sees the calls no Python wrapper can: the original function read out of a wrapper's
+        closure, `torch._C._VariableFunctions.X`, TorchScript, a C++ caller. It costs nothing to a
+        submission that does not call the operator. (Inference tensors skip both keys: see
+        `inference_as_no_grad`.)"""
+        name = reported.rsplit(".", 1)[-1]
+        packet = getattr(torch.ops.aten, name, None) if name.isidentifier() else None
+        if not isinstance(packet, torch._ops.OpOverloadPacket):
+            return
+        if self._library is None:
+            self._library = torch.library.Library("aten", "IMPL")
+        after, record = torch._C._after_ADInplaceOrView_keyset, self.record
+        for overload_name in packet.overloads():
+            overload = getattr(packet, overload_name)
+            qualified = overload._schema.name + ("." + overload_name if overload_name != "default" else "")
+            if qualified in self.dispatched:
                 continue
-            owner, attr = self._resolve(dotted)
-            if owner is None:
-                continue
-            target = getattr(owner, attr)
-            if isinstance(target, type):
-                owner, attr, target = target, "__init__", target.__init__
-            if not callable(target):
-                continue
-            wrapper = self._wrap(dotted, target)
+            if torch._C._dispatch_has_kernel_for_dispatch_key(overload.name(), "ADInplaceOrView"):
+                continue  # a view or in-place operator has a kernel there already: not ours to replace
+            key = name if overload_name == "default" else f"{name}.{overload_name}"
             try:
-                setattr(owner, attr, wrapper)
-            except (AttributeError, TypeError):
+                if torch._C._dispatch_has_kernel_for_dispatch_key(
+                    overload.name(), "CompositeImplicitAutograd"
+                ):
+                    # decomposed at the autograd key, before ADInplaceOrView: watched there, and
+                    # computed by the same decomposition torch would run (`decompose`)
+                    decompose = overload.decompose
+
+                    def composite(*args, _decompose=decompose, _reported=reported, **kwargs):
+                        record(_reported, True)
+                        return _decompose(*args, **kwargs)
+
+                    self._library.impl(key, composite, "AutogradCPU")
+                else:
+                    redispatch = overload.redispatch
+
+                    def kernel(keyset, *args, _redispatch=redispatch, _reported=reported, **kwargs):
+                        record(_reported, True)
+                        return _redispatch(keyset & after, *args, **kwargs)
+
+                    self._library.impl(key, kernel, "ADInplaceOrView", with_keyset=True)
+            except (RuntimeError, ValueError):
                 continue
-            self.installed[dotted] = (owner, attr, wrapper)
+            self.dispatched.add(qualified)
 
-    def _wrap(self, dotted: str, original):
-        record = self.record
+    def _install(self, alias: str, reported: str) -> None:
+        if alias in self.installed:
+            return
+        owner, attr = self._resolve(alias)
+        if owner is None:
+            return
+        target = getattr(owner, attr)
+        if isinstance(target, torch._ops.OpOverloadPacket):
+            for name in target.overloads():  # the overloads' own `_op`: what any reference calls
+                overload = getattr(target, name)
+                self._install_at(f"{alias}.{name}", overload, "_op", overload._op, reported)
+            owner, attr = target, "_op"
+            target = target._op
+        elif isinstance(target, type):
+            owner, attr, target = target, "__init__", target.__init__
+        if callable(target):
+            self._install_at(alias, owner, attr, target, reported)
 
-        def tripwire(*args, **kwargs):
-            record(dotted)
-            return original(*args, **kwargs)
+    def _install_at(self, alias: str, owner, attr: str, original, reported: str) -> None:
+        wrapper = _wrap(self.record, reported, original)
+        try:
+            setattr(owner, attr, wrapper)
+        except (AttributeError, TypeError):
+            return
+        self.installed[alias] = (owner, attr, wrapper, reported)
 
-        return tripwire
+    def report(self, module: str) -> list[list]:
+        """The wrappers of names `module` bans that are no longer in place (the hits themselves are
+        on the trusted side)."""
+        banned = self.banned_of.get(module, set())
+        out = []
+        for alias in sorted(self.installed):
+            owner, attr, wrapper, reported = self.installed[alias]
+            if not wire.is_banned(reported, banned):
+                continue
+            held = owner.__dict__.get(attr) if hasattr(owner, "__dict__") else None
+            if held is not wrapper:
+                out.append([f"{alias} (tripwire undone)", 0])
+        return out[:MAX_TRIPWIRE_HITS]
 
-    def record(self, dotted: str) -> None:
-        frame, owner, line = sys._getframe(2), None, 0
+
+def _wrap(record, dotted: str, original):
+    """A wrapper that sends the hit, then calls through. It closes over these three alone."""
+
+    def tripwire(*args, **kwargs):
+        record(dotted)
+        return original(*args, **kwargs)
+
+    return tripwire
+
+
+def refusal_text(allowed_imports, sibling_sources, owner: str | None, name: str, level: int) -> str:
+    """Why the student's `import name` is refused, naming the file it would need."""
+    allowed = ", ".join(sorted(m for m in allowed_imports if not m.startswith("_")))
+    top = name.partition(".")[0]
+    if level != 0:
+        return (
+            f"relative import of {name!r} (level {level}) is not allowed: a file of your submission"
+            f" is imported by its name alone, e.g. import {top or 'utils'}"
+        )
+    if top in sibling_sources.get(owner, {}):
+        return f"import of {name!r} is not allowed: {top}.py is a file of your submission, not a package"
+    if top.isidentifier() and top.isascii():
+        return (
+            f"import of {name!r} is not allowed: there is no file {top}.py in your submission, and it"
+            f" is not one of the modules a submission may import ({allowed})"
+        )
+    return f"import of {name!r} is not allowed in a submission (allowed: {allowed})"
+
+
+def make_sibling_loader(sibling_sources, siblings, owners, student_files):
+    """`load(owner, name)`: exercise `owner`'s copy of its sibling module `name`, run on first import.
+    Registered before it runs, as Python does, so that circular imports see the partly run module.
+    A closure over the Worker's tables (not the Worker): what the import guard calls."""
+
+    def load(owner: str, name: str) -> types.ModuleType:
+        key = (owner, name)
+        if key not in siblings:
+            filename, source = sibling_sources[owner][name]
+            code = compile(source, filename, "exec", dont_inherit=True)
+            module = types.ModuleType(name)
+            module.__file__ = filename
+            siblings[key] = module
+            owners[id(module.__dict__)] = owner
+            student_files.add(filename)
+            previous = sys.modules.get(name)  # dataclasses, typing look a class's module up there
+            space = getattr(previous, "__dict__", None)
+            if previous is None or (type(space) is dict and owners.get(id(space)) is not None):
+                sys.modules[name] = module  # never in place of a module of the interpreter
+            exec(code, module.__dict__)
+        return siblings[key]
+
+    return load
+
+
+def inference_as_no_grad() -> None:
+    """In the worker, `torch.inference_mode()` turns gradients off as `torch.no_grad()` does and makes
+    no inference tensors: those skip the dispatcher key the tripwire watches banned operators at
+    (`Tripwire._watch_dispatcher`). What the submission computes is the same; only the flag that
+    forbids using such a tensor in autograd later is not set (more permissive, never less)."""
+    cls = torch.autograd.grad_mode.inference_mode
+    set_grad, grad_enabled = torch._C._set_grad_enabled, torch.is_grad_enabled
+
+    def __enter__(self) -> None:
+        self._worker_prev = grad_enabled()
+        if self.mode:
+            set_grad(False)
+
+    def __exit__(self, exc_type, exc_value, traceback) -> None:
+        set_grad(self._worker_prev)
+
+    cls.__enter__, cls.__exit__ = __enter__, __exit__
+
+
+def make_recorder(owners, sendall, lock):
+    """`record(dotted)`: find the innermost frame of an exercise's code (`owners`: a read-only map
+    from id of a module's globals to its exercise) and send the hit now, as an event frame (it
+    carries no `nonce`). Bound here, before any submission runs; nothing in it is looked up later."""
+    getframe, pack = sys._getframe, wire.pack_frame
+    get = owners.get
+
+    def record(dotted: str, owned_only: bool = False) -> None:
+        frame, owner, line = getframe(2), None, 0
         while frame is not None:
-            owner = self.owner_of(frame.f_globals)
+            space = frame.f_globals
+            owner = get(id(space)) if type(space) is dict else None
             if owner is not None:  # the exercise's own code, or a sibling module it imported
                 line = frame.f_lineno
                 break
             frame = frame.f_back
-        key = (owner, dotted)
-        if key in self.sent or len(self.sent) >= MAX_TRIPWIRE_HITS:  # one hit per pair: no flood hides one
+        if owned_only and owner is None:  # the dispatcher's watch: torch's own calls (backward) pass
             return
-        self.sent.add(key)
-        self.hits.append((owner, dotted, line))
-        if self.notify is not None:
-            self.notify(owner, dotted, line)
+        data = pack({"event": "tripwire", "module": owner, "what": dotted, "line": int(line)})
+        with lock:
+            sendall(data)
 
-    def report(self, module: str) -> list[list]:
-        banned = self.banned_of.get(module, set())
-        mine = (module, None)
-        out = [[what, line] for who, what, line in self.hits if wire.is_banned(what, banned) and who in mine]
-        for dotted in sorted(d for d in self.installed if wire.is_banned(d, banned)):
-            owner, attr, wrapper = self.installed[dotted]
-            if owner.__dict__.get(attr) is not wrapper:
-                out.append([f"{dotted} (tripwire undone)", 0])
-        return out[:MAX_TRIPWIRE_HITS]
+    return record
 
 
 # What reads the interpreter's own state: its stack frames, its object graph, a tracer's view of every
@@ -201,25 +379,124 @@ def _backward_namespaces() -> list:
 
 
 class BackwardSeal:
-    """The entries of `_backward_namespaces` as the worker found them, before any submission ran;
-    `broken(skip)` names those that changed since (names in `skip`: the tripwire's own wrappers)."""
+    """The entries of `_backward_namespaces`, and of the worker's own code that answers a gradient
+    request (this module, `wire`, the `Worker` class and the worker object's attributes), as they
+    were before any submission ran; `broken()` names those that changed since. The snapshot is kept
+    in read-only views: nothing here can be edited to agree with a change."""
 
-    def __init__(self) -> None:
-        self.spaces = [(space, dict(vars(space))) for space in _backward_namespaces()]
+    def __init__(self, worker=None) -> None:
+        spaces = _backward_namespaces() + [sys.modules[__name__], wire, Worker]
+        seen = [(space, getattr(space, "__name__", "?")) for space in spaces]
+        if worker is not None:
+            seen.append((worker, "the worker"))
+        self.spaces = tuple(
+            (space, where, types.MappingProxyType(dict(vars(space)))) for space, where in seen
+        )
 
-    def broken(self, skip=frozenset()) -> list[str]:
+    def broken(self) -> list[str]:
         out = []
-        for space, before in self.spaces:
+        for space, where, before in self.spaces:
             now = vars(space)
-            where = getattr(space, "__name__", "?")
             for key in now.keys() | before.keys():
                 value = now.get(key)
-                if value is before.get(key) or (space, key) in skip:
+                if value is before.get(key):
                     continue
                 if key not in before and isinstance(value, types.ModuleType):
                     continue  # a submodule imported since: torch sets it on its package
                 out.append(f"{where}.{key}")
         return sorted(out)
+
+
+class Unfit(TypeError):
+    """Raised when a tensor handed to the gradient computation is of a class of the submission's
+    own that overrides torch's functions (it could answer the gradient request itself)."""
+
+
+def _own_override(value) -> str | None:
+    """The class of `value` when it is a tensor whose class (not torch's Tensor or Parameter) has a
+    `__torch_function__` or `__torch_dispatch__` of its own, else None."""
+    if not isinstance(value, torch.Tensor):
+        return None
+    cls = type(value)
+    if cls is torch.Tensor or cls is torch.nn.Parameter:
+        return None
+    torch_own = (torch.Tensor, torch.nn.Parameter, torch._C.TensorBase, object)
+    for klass in cls.__mro__:
+        if klass not in torch_own and (
+            "__torch_function__" in vars(klass) or "__torch_dispatch__" in vars(klass)
+        ):
+            return f"{cls.__module__}.{cls.__qualname__}"
+    return None
+
+
+def make_vjp(worker, seal):
+    """The `vjp` request's handler, a closure over what it computes with, bound before any submission
+    runs (see `Worker.make_ops`): torch's `autograd.grad`, the seal, torch's switch that turns off
+    every `__torch_function__` override, and the worker's own helpers. A submission that reaches the
+    Worker and replaces its attributes (hostile9 f1, f2) changes nothing here, and the seal names
+    the change; one whose tensors override torch's functions (f3) is refused by name."""
+    grad, broken, no_overrides = torch.autograd.grad, seal.broken, torch._C.DisableTorchFunction
+    target, decode, encode, reseed = worker._target, wire.decode_value, wire.encode_value, worker._reseed
+    resolve, handle = worker._resolve, worker._handle
+    is_tensor, module_type, dispatch_modes = torch.Tensor, torch.nn.Module, torch._C._len_torch_dispatch_stack
+    own_override = _own_override
+
+    def op_vjp(self, req, bufs):
+        """Call, then backpropagate `sum(output_i * cotangent_i)`; return outputs and gradients."""
+        fn = target(req["target"])
+        args = list(decode(req["args"], bufs, resolve))
+        cotangents = decode(req["cotangents"], bufs, resolve)
+        for i in req["grad_args"]:
+            args[i] = args[i].detach().clone().requires_grad_(True)
+        module = fn if isinstance(fn, module_type) else getattr(fn, "__self__", None)
+        params = dict(module.named_parameters()) if isinstance(module, module_type) else {}
+        for p in params.values():
+            p.grad = None
+        reseed(req)
+        outputs = fn(*args)
+        leaves = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
+        targets = [args[i] for i in req["grad_args"]] + list(params.values())
+        for what, values in (("an output", leaves), ("a parameter", list(params.values()))):
+            for value in values:
+                cls = own_override(value)
+                if cls is not None:
+                    raise Unfit(
+                        f"{what} of your code is of class {cls}, a tensor class of your own that overrides"
+                        " torch's functions: the gradients are computed with torch's own autograd on plain"
+                        " tensors"
+                    )
+        changed = broken()
+        if changed or dispatch_modes() > 0:  # what computes the gradients is no longer torch's
+            changed = changed or ["torch's dispatcher (a dispatch mode is on)"]
+            raise TorchTampered(
+                f"your code replaced {', '.join(changed[:3])}: the gradients are computed with torch's own"
+                " autograd, which a submission may not replace"
+            )
+        with no_overrides():
+            loss = None
+            for leaf, cot in zip(leaves, cotangents, strict=False):  # a wrong output count fails later
+                if cot is not None and isinstance(leaf, is_tensor) and leaf.requires_grad:
+                    term = (leaf * cot.to(leaf.dtype)).sum()
+                    loss = term if loss is None else loss + term
+            # the gradients autograd computes along the graph, never what ended up in `.grad` (a hook
+            # could write anything there, on a graph cut off from the inputs)
+            wanted = [i for i, t in enumerate(targets) if isinstance(t, is_tensor) and t.requires_grad]
+            grads: list = [None] * len(targets)
+            if loss is not None and wanted:
+                found = grad(loss, [targets[i] for i in wanted], allow_unused=True)
+                for i, g in zip(wanted, found, strict=True):
+                    grads[i] = g
+        count = len(req["grad_args"])
+        out: list[bytes] = []
+        value = {
+            "outputs": outputs,
+            "input_grads": grads[:count],
+            "param_grads": dict(zip(params, grads[count:], strict=True)),
+            "backward_ran": loss is not None,
+        }
+        return {"ok": True, "value": encode(value, out, handle)}, out
+
+    return op_vjp
 
 
 class IntrospectionRefused(RuntimeError):
@@ -274,15 +551,11 @@ class Worker:
         self._sendall = sock.sendall  # bound now: rebinding the socket class later changes nothing here
         self._pack = wire.pack_frame
         self._send_lock = threading.Lock()  # a frame is never interleaved with another thread's
-        self.tripwire = Tripwire(self.owner_of, self._tripwire_event)
-        self.seal = BackwardSeal()  # before any submission runs
-        self._grad = torch.autograd.grad
-
-    def _tripwire_event(self, module: str | None, dotted: str, line: int) -> None:
-        """Send one tripwire hit to the trusted side now, as an event frame (it carries no `nonce`)."""
-        frame = self._pack({"event": "tripwire", "module": module, "what": dotted, "line": int(line)})
-        with self._send_lock:
-            self._sendall(frame)
+        self.owners_view = types.MappingProxyType(self.owners)  # what closures get: read-only
+        self._load_sibling = make_sibling_loader(
+            self.sibling_sources, self.siblings, self.owners, self.student_files
+        )
+        self.tripwire = Tripwire(make_recorder(self.owners_view, self._sendall, self._send_lock))
 
     def introspection_notifier(self):
         """`notify(what, line)` for `watch_introspection`, bound to this socket now."""
@@ -298,6 +571,13 @@ class Worker:
     def owner_of(self, namespace) -> str | None:
         """The exercise module whose code runs with `namespace` as its globals, or None."""
         return self.owners.get(id(namespace)) if type(namespace) is dict else None
+
+    def make_ops(self) -> dict:
+        """The request handlers, with `vjp` a closure over what computes and checks gradients, all
+        bound now (`serve` calls this before any submission runs and keeps the table in a local):
+        code that reaches this Worker later and replaces its attributes, or `Worker.OPS`, changes
+        neither what answers a request nor what computes a gradient (the seal names the change)."""
+        return dict(self.OPS, vjp=make_vjp(self, BackwardSeal(self)))
 
     # ------------------------------------------------------------ handles
 
@@ -326,58 +606,42 @@ class Worker:
     # ------------------------------------------------------------ imports
 
     def _guarded_import(self, original):
+        """`__import__` as the submission sees it. Which imports are the submission's is decided by
+        the code that asks (the caller frame's file): code of Python, its libraries and this package
+        (`TRUSTED_CODE`, "<frozen " included) imports freely; anything else, the submission's files
+        or code compiled from a string (an eval gadget's "<string>", whatever globals it was given),
+        is held to the allow-list. The guard closes over plain values and functions bound here, not
+        the Worker (its sibling loader does hold the Worker's tables of modules)."""
+        allowed, trusted, files = self.allowed_imports, TRUSTED_CODE, self.student_files
+        getframe, owners, modules = sys._getframe, self.owners_view, sys.modules
+        sources, sibling = self.sibling_sources, self._load_sibling
+        refusal = functools.partial(refusal_text, allowed, sources)
+
         def guarded(name, globals=None, locals=None, fromlist=(), level=0):
-            owner = self.owner_of(globals)
-            if owner is not None:
-                top = name.partition(".")[0]
-                if level == 0 and top in self.allowed_imports:
-                    return original(name, globals, locals, fromlist, level)
-                if level == 0 and name == top and top in self.sibling_sources.get(owner, {}):
-                    return self._sibling(owner, top)
-                refused = ImportRefused(self._refusal(owner, name, level))
-                plain = level == 0 and name.isidentifier() and name.isascii()
-                if plain and name not in sys.modules:  # not a module at all: a file of theirs, missing
-                    refused.missing = (f"{name}.py", str(globals.get("__file__", "")))  # file, importer
-                raise refused
-            return original(name, globals, locals, fromlist, level)
+            file = getframe(1).f_code.co_filename
+            if file not in files and file.startswith(trusted):
+                return original(name, globals, locals, fromlist, level)
+            owner = owners.get(id(globals)) if type(globals) is dict else None
+            top = name.partition(".")[0]
+            if level == 0 and top in allowed:
+                return original(name, globals, locals, fromlist, level)
+            if owner is not None and level == 0 and name == top and top in sources.get(owner, {}):
+                return sibling(owner, top)
+            refused = ImportRefused(refusal(owner, name, level))
+            plain = level == 0 and name.isidentifier() and name.isascii()
+            if owner is not None and plain and name not in modules:  # a file of theirs, missing
+                refused.missing = (f"{name}.py", str(globals.get("__file__", "")))  # file, importer
+            raise refused
 
         return guarded
 
-    def _refusal(self, owner: str, name: str, level: int) -> str:
+    def _refusal(self, owner: str | None, name: str, level: int) -> str:
         """Why the student's `import name` is refused, naming the file it would need."""
-        allowed = ", ".join(sorted(m for m in self.allowed_imports if not m.startswith("_")))
-        top = name.partition(".")[0]
-        if level != 0:
-            return (
-                f"relative import of {name!r} (level {level}) is not allowed: a file of your submission"
-                f" is imported by its name alone, e.g. import {top or 'utils'}"
-            )
-        if top in self.sibling_sources.get(owner, {}):
-            return f"import of {name!r} is not allowed: {top}.py is a file of your submission, not a package"
-        if top.isidentifier() and top.isascii():
-            return (
-                f"import of {name!r} is not allowed: there is no file {top}.py in your submission, and it"
-                f" is not one of the modules a submission may import ({allowed})"
-            )
-        return f"import of {name!r} is not allowed in a submission (allowed: {allowed})"
+        return refusal_text(self.allowed_imports, self.sibling_sources, owner, name, level)
 
     def _sibling(self, owner: str, name: str) -> types.ModuleType:
-        """Exercise `owner`'s copy of its sibling module `name`, run on first import. Registered
-        before it runs, as Python does, so that circular imports see the partly run module."""
-        key = (owner, name)
-        if key not in self.siblings:
-            filename, source = self.sibling_sources[owner][name]
-            code = compile(source, filename, "exec", dont_inherit=True)
-            module = types.ModuleType(name)
-            module.__file__ = filename
-            self.siblings[key] = module
-            self.owners[id(module.__dict__)] = owner
-            self.student_files.add(filename)
-            previous = sys.modules.get(name)  # dataclasses, typing look a class's module up there
-            if previous is None or self.owner_of(getattr(previous, "__dict__", None)) is not None:
-                sys.modules[name] = module  # never in place of a module of the interpreter
-            exec(code, module.__dict__)
-        return self.siblings[key]
+        """Exercise `owner`'s copy of its sibling module `name` (see `make_sibling_loader`)."""
+        return self._load_sibling(owner, name)
 
     def install_import_guard(self) -> None:
         builtins.__import__ = self._guarded_import(builtins.__import__)
@@ -446,51 +710,6 @@ class Worker:
         out: list[bytes] = []
         return {"ok": True, "value": self._encode(value, out)}, out
 
-    def op_vjp(self, req, bufs):
-        """Call, then backpropagate `sum(output_i * cotangent_i)`; return outputs and gradients."""
-        fn = self._target(req["target"])
-        args = list(wire.decode_value(req["args"], bufs, self._resolve))
-        cotangents = wire.decode_value(req["cotangents"], bufs, self._resolve)
-        for i in req["grad_args"]:
-            args[i] = args[i].detach().clone().requires_grad_(True)
-        module = fn if isinstance(fn, torch.nn.Module) else getattr(fn, "__self__", None)
-        params = dict(module.named_parameters()) if isinstance(module, torch.nn.Module) else {}
-        for p in params.values():
-            p.grad = None
-        self._reseed(req)
-        outputs = fn(*args)
-        leaves = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
-        loss = None
-        for leaf, cot in zip(leaves, cotangents, strict=False):  # a wrong output count fails later
-            if cot is not None and isinstance(leaf, torch.Tensor) and leaf.requires_grad:
-                term = (leaf * cot.to(leaf.dtype)).sum()
-                loss = term if loss is None else loss + term
-        # the gradients autograd computes along the graph, never what ended up in `.grad` (a hook
-        # could write anything there, on a graph cut off from the inputs)
-        targets = [args[i] for i in req["grad_args"]] + list(params.values())
-        wanted = [i for i, t in enumerate(targets) if isinstance(t, torch.Tensor) and t.requires_grad]
-        grads: list = [None] * len(targets)
-        tripwire = {(owner, attr) for owner, attr, _ in self.tripwire.installed.values()}
-        changed = self.seal.broken(tripwire)
-        if changed:  # what computes the gradients is no longer torch's: the submission's answer
-            raise TorchTampered(
-                f"your code replaced {', '.join(changed[:3])}: the gradients are computed with torch's own"
-                " autograd, which a submission may not replace"
-            )
-        if loss is not None and wanted:
-            found = self._grad(loss, [targets[i] for i in wanted], allow_unused=True)
-            for i, g in zip(wanted, found, strict=True):
-                grads[i] = g
-        count = len(req["grad_args"])
-        out: list[bytes] = []
-        value = {
-            "outputs": outputs,
-            "input_grads": grads[:count],
-            "param_grads": dict(zip(params, grads[count:], strict=True)),
-            "backward_ran": loss is not None,
-        }
-        return {"ok": True, "value": self._encode(value, out)}, out
-
     def op_introspect(self, req, bufs):
         obj = self._target(req["target"])
         t = type(obj)
@@ -521,7 +740,6 @@ class Worker:
         "getattr": op_getattr,
         "hasattr": op_hasattr,
         "call": op_call,
-        "vjp": op_vjp,
         "introspect": op_introspect,
     }
 
@@ -556,12 +774,13 @@ class Worker:
         }
 
     def serve(self) -> None:
+        ops = self.make_ops()  # bound now, before any submission runs (see `make_ops`)
         while True:
             try:
                 req, bufs = wire.recv_frame(self.sock)
             except wire.WireError:
                 return
-            handler = self.OPS.get(req.get("op"))
+            handler = ops.get(req.get("op"))
             cpu = req.get("cpu")
             if type(cpu) in (int, float) and cpu > 0:
                 isolation.set_call_cpu_limit(cpu)
@@ -580,6 +799,7 @@ class Worker:
 
 
 def main(sock, allowed_imports) -> None:
+    inference_as_no_grad()
     worker = Worker(sock, frozenset(allowed_imports))
     watch_introspection(worker.student_files, worker.introspection_notifier())
     worker.install_import_guard()
