@@ -281,12 +281,8 @@ def test_chunked_matches_reference(student, reference, rng):
     for shapes, chunk in HIDDEN:
         q, k, v = qkv(rng, shapes)
         expected = reference.chunked_attention(q.double(), k.double(), v.double(), chunk)
-        expect.close(
-            context(student, q, k, v, chunk),
-            expected,
-            "context",
-            variants=partial(C.variants, q, k, v, chunk),
-        )
+        got = context(student, q, k, v, chunk)
+        expect.close(got, expected, "context", variants=partial(C.variants, q, k, v, chunk))
 
 
 # Last: the one call at full size. Code too slow for it (a loop over every key, say) times out here,
