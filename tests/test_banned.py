@@ -192,3 +192,49 @@ def test_the_exercise_of_another_module_is_not_charged(pool, tmp_path):
         assert student._tripwire() == []
     finally:
         session.close()
+
+
+SDPA_CALL = "    y = F.scaled_dot_product_attention(q, k, v)\n"
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        HEAD + 'if __name__ == "__main__":\n    pass\nelse:\n' + SDPA_CALL,
+        HEAD + 'if __name__ == "__main__":\n    pass\nelif True:\n' + SDPA_CALL,
+        HEAD + 'if __name__ != "__main__":\n' + SDPA_CALL,
+        HEAD + 'if __name__ == "__main__" or True:\n' + SDPA_CALL,
+        HEAD + 'if "__main__" in __name__ + "__main__":\n' + SDPA_CALL,
+        HEAD + "def f(q, cls=torch):\n    return cls._C._nn.scaled_dot_product_attention(q, q, q)\n",
+        HEAD + "def f(self, q):\n    return self.scaled_dot_product_attention(q, q, q)\nf(F, 1)\n",
+        HEAD
+        + "class A:\n    def f(self, q):\n        self = F\n        return self."
+        + SDPA_CALL.split("F.")[1],
+        HEAD + "class A:\n    def f(self=F, q=1):\n        return self." + SDPA_CALL.split("F.")[1],
+    ],
+    ids=[
+        "else",
+        "elif",
+        "not-equal",
+        "or",
+        "in",
+        "cls-default",
+        "self-not-a-method",
+        "self-rebound",
+        "self-default",
+    ],
+)
+def test_the_main_block_and_self_are_judged_only_where_they_are_what_they_seem(source):
+    """Only the body of `if __name__ == "__main__":` is skipped (not its `else` or `elif`, which run on
+    import, nor a test that merely names both); `self.x` is the student's own object only inside a
+    class's method whose first parameter it is (an unseen attack bound `cls` to torch by default)."""
+    assert kinds(source)
+
+
+def test_a_student_s_own_method_and_main_block_stay_allowed():
+    source = HEAD + (
+        "class A(nn.Module):\n    def scaled_dot_product_attention(self, q):\n        return q\n\n"
+        "    def forward(self, q):\n        return self.scaled_dot_product_attention(q)\n\n\n"
+        'if __name__ == "__main__":\n' + SDPA_CALL
+    )
+    assert kinds(source) == []

@@ -117,12 +117,51 @@ def _matches(identifier: str, patterns: list[str]) -> bool:
 
 
 def _main_block_nodes(tree: ast.Module) -> set[int]:
-    """ids of the nodes under `if __name__ == "__main__":` (students may compare with torch there)."""
+    """ids of the nodes in the body of a module-level `if __name__ == "__main__":` (students may
+    compare with torch there), and nothing else: not its `else` or `elif` (which is what runs when
+    the grader imports the file), not a test that merely mentions both names (`!=`, `or`)."""
     out: set[int] = set()
     for stmt in tree.body:
-        test = ast.unparse(stmt.test) if isinstance(stmt, ast.If) else ""
-        if "__name__" in test and "__main__" in test:
-            out |= {id(n) for n in ast.walk(stmt)}
+        if isinstance(stmt, ast.If) and _is_main_test(stmt.test):
+            out |= {id(n) for part in stmt.body for n in ast.walk(part)}
+    return out
+
+
+def _is_main_test(test: ast.expr) -> bool:
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    names = [n.id for n in sides if isinstance(n, ast.Name)]
+    texts = [n.value for n in sides if isinstance(n, ast.Constant)]
+    return names == ["__name__"] and texts == ["__main__"]
+
+
+OWN_NAMES = ("self", "cls")
+
+
+def _own_nodes(tree: ast.Module) -> set[int]:
+    """ids of the nodes inside a class's methods whose first parameter is `self` or `cls` (with no
+    default, never rebound there): the only places where `self.attr` is the student's own object.
+    Elsewhere a name spelled `self` or `cls` is judged as any other (`def f(cls=torch)`)."""
+    out: set[int] = set()
+    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+        for method in cls.body:
+            if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            positional = method.args.posonlyargs + method.args.args
+            if not positional or positional[0].arg not in OWN_NAMES:
+                continue
+            first = positional[0].arg
+            if len(method.args.defaults) >= len(positional):  # the first parameter has a default
+                continue
+            nodes = [n for part in method.body for n in ast.walk(part)]
+            # a nested def or lambda with a parameter of that name, or an assignment to it
+            stored = [n for n in nodes if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)]
+            rebound = any(n.id == first for n in stored) or any(
+                isinstance(n, ast.arg) and n.arg == first for n in nodes
+            )
+            if not rebound:
+                out |= {id(n) for n in nodes}
     return out
 
 
@@ -130,6 +169,7 @@ class _Scan:
     def __init__(self, tree: ast.Module, patterns: list[str]) -> None:
         self.patterns = patterns
         self.skip = _main_block_nodes(tree)
+        self.own_nodes = _own_nodes(tree)
         nodes = list(ast.walk(tree))
         defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
         self.defined = {n.name for n in nodes if isinstance(n, defs)} | {
@@ -234,7 +274,7 @@ class _Scan:
                     self.add("dynamic", f"{ast.unparse(target)} = …", target)
 
     def attribute(self, node: ast.Attribute) -> None:
-        own = isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")
+        own = isinstance(node.value, ast.Name) and node.value.id in OWN_NAMES and id(node) in self.own_nodes
         called = id(node) in self.called
         if not own and self.is_namespace(node.value) and (_private(node.attr) or node.attr in TORCH_GADGETS):
             if not _matches(node.attr, self.patterns):  # a private name of torch, or a door to kernels
@@ -259,7 +299,7 @@ class _Scan:
         name = node.func.id if isinstance(node.func, ast.Name) else None
         if name in ATTRIBUTE_CALLS and name not in self.defined and len(node.args) >= 2:
             target, attr = node.args[0], node.args[1]
-            own = isinstance(target, ast.Name) and target.id in ("self", "cls")
+            own = isinstance(target, ast.Name) and target.id in OWN_NAMES and id(node) in self.own_nodes
             if not (isinstance(attr, ast.Constant) and isinstance(attr.value, str)) and not own:
                 self.add("dynamic", ast.unparse(node)[:80], node)
             elif name != "getattr" and name != "hasattr" and self.is_namespace(target):
