@@ -42,6 +42,19 @@ ROUTES = {
         "exec(compile('f = s._getframe(1)', 'numpy/core/x.py', 'exec'), ns)\nreturn 1\n"
     ),
     "ctypes C API": f"{MODULE('ctypes')}return ctypes.pythonapi.PyEval_GetFrame\n",
+    "compiled under a frozen module's name": (
+        f"{MODULE('gc')}ns = {{'gc': gc}}\n"
+        "exec(compile('n = len(gc.get_objects())', '<frozen importlib._bootstrap>', 'exec'), ns)\nreturn 1\n"
+    ),
+    "compiled under a standard-library path": (
+        f"{MODULE('gc')}ns = {{'gc': gc}}\n"
+        "exec(compile('n = len(gc.get_objects())', torch.__file__, 'exec'), ns)\nreturn 1\n"
+    ),
+    "code renamed by replace": (
+        f"{MODULE('gc')}ns = {{'gc': gc}}\n"
+        "c = compile('n = len(gc.get_objects())', 'mine', 'exec').replace(co_filename=torch.__file__)\n"
+        "exec(c, ns)\nreturn 1\n"
+    ),
 }
 ALLOWED = {
     "namedtuple": "import collections\nP = collections.namedtuple('P', 'a b')\nreturn P(1, 2).a\n",

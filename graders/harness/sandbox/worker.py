@@ -513,8 +513,25 @@ def watch_introspection(student_files: set[str], notify) -> None:
     files, helpers, events, attrs = student_files, FRAME_HELPERS, WATCHED_EVENTS, WATCHED_ATTRS
     refused = IntrospectionRefused
     trusted = TRUSTED_CODE
+    # compile(source, NAME), types.CodeType(..., NAME, ...) and code.replace(co_filename=NAME), exec of a
+    # code object: called from the submission's code, NAME joins its files (hostile10 compiled under
+    # "<frozen …>" and a standard-library path, which the checks below took for the library's)
+    made = frozenset({"compile", "code.__new__", "exec"})
 
     def hook(event: str, args: tuple) -> None:
+        if event in made and not busy[0]:  # code the submission makes is the submission's, whatever its name
+            busy[0] = True
+            try:
+                caller = getframe(1).f_code.co_filename
+                if caller in files or not caller.startswith(trusted):
+                    name = getattr(args[0], "co_filename", None) if event == "exec" else args[1]
+                    if isinstance(name, str):
+                        files.add(name)
+                    elif isinstance(name, bytes):
+                        files.add(name.decode("utf-8", "surrogateescape"))
+            finally:
+                busy[0] = False
+            return
         if event not in events and not (event == "object.__getattr__" and args[1] in attrs) or busy[0]:
             return
         if event == "ctypes.dlsym" and not str(args[1]).startswith(("Py", "_Py")):
