@@ -87,7 +87,7 @@ def chunk_errors(q, v, chunk) -> dict[str, str]:
         rf" but got: \[\d+, {rows}\]|mat1 and mat2 shapes cannot be multiplied \(\d+x{d_k} and {rows}x\d+\)",
     }
     if 1 not in (chunk, d_v) and chunk != d_v:
-        known["max_not_per_query"] = (
+        known["chunk_shaped_state"] = (
             rf"size of tensor a \(({d_v}|{chunk})\) must match the size of tensor b"
             rf" \(({chunk}|{d_v})\) at non-singleton dimension {rank - 1}\b"
         )
