@@ -171,6 +171,10 @@ def variants(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, chunk: int) -> d
         out["scale_uses_dv"] = online(q, k, v, chunk, scale=1 / math.sqrt(v.shape[-1]))
     out["divide_by_dk"] = online(q, k, v, chunk, scale=1 / q.shape[-1])  # the scale applied twice
     out["scale_inverted"] = online(q, k, v, chunk, scale=math.sqrt(q.shape[-1]))  # times √d_k
+    # the scale read off the keys' axis: 1/√S (k.shape[-2]) or 1/√chunk (a full chunk's length)
+    counts = [n for n in {k.shape[-2], chunk if chunk < k.shape[-2] else 0} if n > 1 and n != q.shape[-1]]
+    if counts:
+        out["scale_uses_num_keys"] = [online(q, k, v, chunk, scale=1 / math.sqrt(n)) for n in sorted(counts)]
     # a mistake whose output here is all NaN tells nothing: any other NaN-making slip would match it
     kept = {d: [t for t in each(got) if not _same(t, right) and bool(torch.isfinite(t).any())]
             for d, got in out.items()}  # fmt: skip

@@ -116,6 +116,8 @@ def forward(
     discarded: str = "",
     norm_kind: str = "layer",
     attention_activation: bool = False,
+    input_scale: float = 1.0,
+    attention_input: str = "",
 ) -> torch.Tensor:
     """The layer's output in float64 (eval mode: no dropout); the keywords reproduce mistakes:
     `norm_first` (pre-norm), another `activation`, a residual left out, `second_norm` "norm1"
@@ -129,7 +131,10 @@ def forward(
     returns h; "attention": h is x), `ff_residual_from` "sum" (the second residual adds x + attention,
     the sum before norm1), or both norms of another `norm_kind` (see `_norm_of`); `ff_input` "x": the
     feed-forward block fed the layer's input; `attention_activation`: the activation applied to the
-    attention's output before its residual."""
+    attention's output before its residual; `input_scale`: the layer's input multiplied by it
+    first (x * √d_model, the embedding's scale); `attention_input` "norm1" / "norm2": the attention
+    fed that norm of x while the layer stays post-norm; `ff_residual_from` "attention": the second
+    residual adds the attention's output."""
 
     def _norm(z, state, name):
         return _norm_of(z, state, name, norm_kind)
@@ -146,11 +151,11 @@ def forward(
         out = A.project(hidden, state, "linear2")  # (B, L, E)
         return act(out) if activation_at in ("outer", "both") else out
 
-    x = x.double()
+    x = x.double() * input_scale
     if norm_first:
         h = x + attention(_norm(x, state, "norm1"))  # (B, L, E)
         return h + feed_forward(_norm(h, state, second_norm or "norm2"))
-    attended = attention(x)  # (B, L, E)
+    attended = attention(_norm(x, state, attention_input) if attention_input else x)  # (B, L, E)
     attended = ACTIVATIONS[activation](attended) if attention_activation else attended
     if norm_inside:
         h = x + _norm(attended, state, "norm1")  # (B, L, E)
@@ -164,7 +169,7 @@ def forward(
         return h
     h = x if discarded == "attention" else h
     fed = {"attention": attended, "x": x}.get(ff_input, h)
-    residual = {"x": x, "sum": summed}.get(ff_residual_from, h)
+    residual = {"x": x, "sum": summed, "attention": attended}.get(ff_residual_from, h)
     z = (residual if ff_residual else 0) + feed_forward(fed)  # (B, L, E)
     return _norm(z, state, second_norm) if second_norm else z
 
@@ -219,6 +224,8 @@ def variants(x: torch.Tensor, state: dict[str, torch.Tensor], heads: int) -> dic
         "norm_without_affine": dict(norm_kind="no_affine"),
         "activation_on_attention": dict(attention_activation=True),
         "ff_reads_input": dict(ff_input="x"),
+        "ff_residual_from_attention": dict(ff_residual_from="attention"),
+        "attention_input_normalised": [dict(attention_input="norm1"), dict(attention_input="norm2")],
     }
     out = {
         diagnosis: [forward(x, state, heads, **o) for o in options]
@@ -229,6 +236,9 @@ def variants(x: torch.Tensor, state: dict[str, torch.Tensor], heads: int) -> dic
     # linear1 or linear2 built with bias=False: the bias the grader loads has nowhere to go
     biases = [["linear1.bias"], ["linear2.bias"], ["linear1.bias", "linear2.bias"]]
     out["ff_linear_without_bias"] = [forward(x, without(state, names), heads) for names in biases]
+    embed = x.shape[-1]  # the input scaled as an embedding is: by √d_model (or d_model)
+    factors = (math.sqrt(embed), float(embed))
+    out["input_rescaled"] = [forward(x, state, heads, input_scale=f) for f in factors]
     if heads > 1:  # SimpleMultiHeadAttention(d_model, 1): the layer's nhead never reaches the attention
         out["nhead_ignored"] = forward(x, state, 1)
     return out

@@ -25,11 +25,12 @@ MASK_MISTAKES = [
     "mask_inverted", "mask_ignored", "mask_after_softmax", "mask_multiplied", "no_scaling",
     "fully_masked_uniform", "fully_masked_nan", "empty_test_uses_all", "context_before_zeroing",
     "empty_test_needs_two", "divide_by_dk", "softmax_wrong_axis", "weights_before_zeroing",
-    "empty_test_wrong_axis", "scale_uses_num_keys",
+    "empty_test_wrong_axis", "scale_uses_num_keys", "scale_uses_dv",
 ]  # fmt: skip
 CROSS_MISTAKES = [
     "self_vs_cross", "causal_in_cross", "memory_mask_ignored", "memory_mask_inverted", "no_scaling",
     "divide_by_dk", "softmax_wrong_axis", "merge_without_transpose", "missing_out_proj",
+    "memory_zeroed_not_masked",
 ]  # fmt: skip
 Pair = tuple[torch.Tensor, torch.Tensor]
 
@@ -45,6 +46,7 @@ def attention(q, k, v, mask=None, *, mistake: str = "") -> tuple[torch.Tensor, t
         "no_scaling": 1.0,
         "divide_by_dk": 1 / q.shape[-1],
         "scale_uses_num_keys": 1 / math.sqrt(k.shape[-2]),
+        "scale_uses_dv": 1 / math.sqrt(v.shape[-1]),  # the values' width d_v
     }
     scale = scale.get(mistake, 1 / math.sqrt(q.shape[-1]))  # `scale_uses_num_keys`: 1/√S, the keys' count
     scores = A.scores(q, k, scale)  # (..., L, S)
@@ -151,12 +153,15 @@ def cross(x, memory, state, heads, memory_mask=None, *, mistake: str = "", empty
     """(output (B, L, E), weights (B, H, L, S)) of CrossAttention in float64, or as `mistake` has it;
     `empty` is how a query with no key allowed ends (a masking mistake's name, or "" for zeros)."""
     source = x if mistake == "self_vs_cross" else memory  # the lesson's confusion: K and V from the decoder
+    if mistake == "memory_zeroed_not_masked" and memory_mask is not None:  # pads zeroed, never masked
+        source = memory * memory_mask[..., None]
     split = M.split_without_transpose if mistake.startswith("split_without_transpose") else M.split_heads
     merge = M.merge_without_transpose if mistake.endswith("without_transpose") else M.merge_heads
     q, k, v = (split(A.project(t, state, n), heads) for t, n in ((x, "query"), (source, "key"),
                                                                   (source, "value")))  # fmt: skip
     mask = None
-    if memory_mask is not None and mistake not in ("memory_mask_ignored", "self_vs_cross"):
+    unmasked = ("memory_mask_ignored", "self_vs_cross", "memory_zeroed_not_masked")
+    if memory_mask is not None and mistake not in unmasked:
         mask = (~memory_mask if mistake == "memory_mask_inverted" else memory_mask)[:, None, None, :]
     if mistake == "causal_in_cross":  # the decoder's causal mask applied to the memory as well
         future = causal(q.shape[-2], k.shape[-2])

@@ -48,6 +48,8 @@ WEIGHT_VARIANTS = {
     "no_exp": RAW / RAW.sum(-1, keepdim=True),
     "no_softmax": RAW / D_K**0.5,
     "exp_divided_by_count": torch.exp(RAW / D_K**0.5) / RAW.shape[-1],
+    # Σ exp(s) written as exp(Σ s)
+    "exp_of_sum_denominator": torch.exp(RAW / D_K**0.5) / torch.exp((RAW / D_K**0.5).sum(-1, keepdim=True)),
 }
 
 ROWS_TEXT = Text(
@@ -272,6 +274,7 @@ def test_weights_match_scores(student, evidence):
         "rounded_too_coarsely": expected.round(decimals=1),
         "softmax_plus_one": torch.exp(scores) / (1 + torch.exp(scores).sum(-1, keepdim=True)),
         "divided_by_sum_of_scores": torch.exp(scores) / scores.sum(-1, keepdim=True),
+        "exp_of_sum_denominator": torch.exp(scores) / torch.exp(scores.sum(-1, keepdim=True)),
         "softmax_of_negated_scores": torch.softmax(-scores, dim=-1),
         "hard_attention": (scores == scores.amax(-1, keepdim=True)).double()
         / (scores == scores.amax(-1, keepdim=True)).sum(-1, keepdim=True),
@@ -321,6 +324,10 @@ def test_context_matches_weights(student):
             torch.softmax(RAW / D_K, dim=-1) @ V,
             torch.softmax(RAW / D_K**0.5, dim=-1) @ V,
         ],
+        # row i: WEIGHTS[i][i] · V[i] alone, the token's own value (the diagonal, not the sum over keys)
+        "context_only_self_weight": torch.diagonal(weights)[:, None] * V
+        if weights.shape[0] == weights.shape[1] == V.shape[0]
+        else None,
         "context_misses_keys": [weights[:, keys] @ V[keys] for keys in KEY_SUBSETS]
         if weights.shape[-1] == V.shape[0]
         else None,

@@ -28,6 +28,11 @@ KNOWN_ERRORS = {
     "pe_odd_cos_columns": r"(?s)must match the existing size.*\n.*1::2\]",
     "order_is_a_list": r"must be Tensor, not list",
     "negative_step": r"step must be greater than zero",
+    # an index tensor of floats (torch.zeros(L) filled with positions, say)
+    "index_not_integer": r"tensors used as indices must be long, int, byte,? or bool",
+    # a sample of fewer than the 5 tokens stacked with full ones: its order list misses an index
+    "sample_misses_token": r"stack expects each tensor to be equal size, but got "
+    r"(\[5, \d+\] at entry \d+ and \[[1-4], \d+\]|\[[1-4], \d+\] at entry \d+ and \[5, \d+\])",
 }
 NON_INVOLUTION = [2, 0, 3, 1, 4]  # C A D B E: applying it twice is not the identity
 PE_SHAPES = [(7, 16), (50, 12), (1, 6)]

@@ -52,7 +52,7 @@ def qkv(rng, shapes, dtype=torch.float32):
     return [torch.randn(s, generator=rng, dtype=dtype) for s in shapes]
 
 
-def lost_axis(q, v):
+def lost_axis(q, v, chunk=None):
     """Name the shape error of a per-query sum that lost its last axis, `l.squeeze(-1)` or `l[..., 0]`:
     (..., L) where (..., L, 1) was meant, so dividing the (..., L, d_v) numerator by it lines its
     axes up one place to the right. The error torch gives for that pair of shapes (the first axis,
@@ -61,21 +61,44 @@ def lost_axis(q, v):
     reduced = (1, *q.shape[:-1])  # right-aligned against the numerator
     clash = next(((reduced[i], numerator[i], i) for i in reversed(range(len(numerator)))
                   if 1 not in (reduced[i], numerator[i]) and reduced[i] != numerator[i]), None)  # fmt: skip
+    known = chunk_errors(q, v, chunk)
     if clash is None:
-        return expect.known_errors({})
+        return expect.known_errors(known)
     a, b, axis = clash
     pattern = "|".join(
         rf"size of tensor a \({x}\) must match the size of tensor b \({y}\) at non-singleton dimension {axis}\b"
         for x, y in ((a, b), (b, a))
     )
-    return expect.known_errors({"denominator_lost_axis": pattern})
+    return expect.known_errors({"denominator_lost_axis": pattern, **known})
+
+
+def chunk_errors(q, v, chunk) -> dict[str, str]:
+    """The shape errors of two chunk slips at this chunk size: the keys cut on their feature axis,
+    k[..., a:b] (its transpose has `chunk` rows where d_k were expected), and a running state with
+    one entry per key of the chunk, (..., L, chunk) (a maximum over the queries, dim=-2, or none),
+    met by the (..., L, d_v) numerator."""
+    d_k, d_v, rank = q.shape[-1], v.shape[-1], q.dim()
+    if chunk is None:
+        return {}
+    # a chunk of features where d_k were expected; past the last feature, a chunk of none
+    rows = f"({chunk}|0)" if chunk < d_k else "0"
+    known = {
+        "chunk_sliced_on_features": rf"Expected size for first two dimensions of batch2 tensor to be: \[\d+, {d_k}\]"
+        rf" but got: \[\d+, {rows}\]|mat1 and mat2 shapes cannot be multiplied \(\d+x{d_k} and {rows}x\d+\)",
+    }
+    if 1 not in (chunk, d_v) and chunk != d_v:
+        known["chunk_shaped_state"] = (
+            rf"size of tensor a \(({d_v}|{chunk})\) must match the size of tensor b"
+            rf" \(({chunk}|{d_v})\) at non-singleton dimension {rank - 1}\b"
+        )
+    return known
 
 
 def context(student, q, k, v, chunk):
     """The student's context, as a tensor of the right shape (finite or not). A tuple whose first
     item is a tensor of the context's shape ((context, lse), as FlashAttention returns) is read as
     meant: its first item is the context; chunked_shapes alone charges the return type."""
-    with lost_axis(q, v):
+    with lost_axis(q, v, chunk):
         got = student.chunked_attention(q, k, v, chunk)
     shape = (*q.shape[:-1], v.shape[-1])
     return expect.tensor(as_meant(got, shape), "context", shape, finite=False)
@@ -131,7 +154,7 @@ BY_HAND = expect.by_hand_rule(Text(zh="自己实现分块注意力", en="build c
 def test_chunked_shapes(student, rng):
     for shapes, chunk in CONFIGS:
         q, k, v = qkv(rng, shapes)
-        with lost_axis(q, v):
+        with lost_axis(q, v, chunk):
             got = student.chunked_attention(q, k, v, chunk)
         shape = (*q.shape[:-1], v.shape[-1])
         if context_first(got, shape):  # the context and more: the one check that charges the return type
@@ -300,7 +323,7 @@ def test_chunked_peak_memory(student, rng):
     context(student, q[:warm], k[:warm], v[:warm], MEMORY_CHUNK)
     with expect.peak_memory(attention) as peak:
         first = context(student, q, k, v, MEMORY_CHUNK)
-        with lost_axis(q, v):
+        with lost_axis(q, v, MEMORY_CHUNK):
             got = attention(q, k, v_other, MEMORY_CHUNK)
     second = expect.tensor(as_meant(got, shape), "context", shape, finite=False)
     expect.responds(first, second, "context")

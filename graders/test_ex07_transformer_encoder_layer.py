@@ -280,6 +280,9 @@ def judge_site(site: str, read: int, dropped: int, ratios: list[float], eval_uni
     unscaled = [1.0] if site != "hidden" else [1.0, 1 / (1 - P)]
     if any(abs(r / u - 1) <= SCALE_RTOL for r in readings for u in unscaled):
         expect.fail(text, "dropout_not_scaled", got=f"{best:.4g}", expected=f"{scale:.4g}", **named)
+    over_p = [1 / P] if site != "hidden" else [1 / P, 1 / P**2, 1 / (P * (1 - P))]  # 1/p for 1/(1−p)
+    if any(abs(r / u - 1) <= SCALE_RTOL for r in readings for u in over_p):
+        expect.fail(text, "dropout_divides_by_p", got=f"{best:.4g}", expected=f"{scale:.4g}", p=P, **named)
     expect.fail(text)
 
 

@@ -170,7 +170,18 @@ def variants(x, state, d_k=None) -> dict:
             x, {k: v if k.endswith(".weight") else 0 * v for k, v in state.items()}
         ),
         "loop_skips_rows": lambda: skipped_rows(formula(x, state)),
+        "context_from_scores": [scores_times_values(x, state, s) for s in (1 / math.sqrt(d_k), 1.0)],
     }
+
+
+def scores_times_values(x, state, scale: float) -> torch.Tensor:
+    """The context taken from the (scaled) scores, the softmax's weights computed and never used."""
+    zero_bias = {
+        f"{n}.bias": torch.zeros(state[f"{n}.weight"].shape[0]) for n in LAYERS if f"{n}.weight" in state
+    }
+    state = zero_bias | state
+    q, k, v = (A.project(x, state, name) for name in ("W_q", "W_k", "W_v"))
+    return A.scores(q, k, scale) @ v.double()  # (B, L, d_k)
 
 
 def skipped_rows(context: torch.Tensor) -> list[torch.Tensor]:

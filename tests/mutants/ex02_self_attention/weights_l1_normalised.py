@@ -1,0 +1,34 @@
+"""Mutant: weights are the scaled scores L1-normalised per row (F.normalize(p=1)), no exp."""
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def scaled_dot_product_attention(q, k, v):
+    """softmax(q kᵀ / √d_k) v over the last two dimensions; returns (context, weights)."""
+    d_k = q.shape[-1]
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., L, S)
+    weights = F.normalize(scores, p=1, dim=-1)  # (..., L, S), normalise each row
+    context = weights @ v  # (..., L, d_v)
+    return context, weights
+
+
+class SimpleSelfAttention(nn.Module):
+    """Self-attention with one head: Q, K and V are linear maps of the same input."""
+
+    def __init__(self, embed_dim):
+        super().__init__()
+        self.embed_dim = embed_dim
+        self.query = nn.Linear(embed_dim, embed_dim)
+        self.key = nn.Linear(embed_dim, embed_dim)
+        self.value = nn.Linear(embed_dim, embed_dim)
+
+    def forward(self, x):
+        # x: (B, L, E)
+        q = self.query(x)  # (B, L, E)
+        k = self.key(x)  # (B, L, E)
+        v = self.value(x)  # (B, L, E)
+        return scaled_dot_product_attention(q, k, v)  # (B, L, E), (B, L, L)
