@@ -7,7 +7,8 @@ forked by a helper thread while the current submission is being graded, and hand
 next `spawn(seed)`. A spare is a worker that has never run anything: it is exactly what a fresh
 `spawn` would return, only earlier. Retiring a worker stays immediate (SIGKILL to its process
 group, in `SandboxWorker.kill`); only the zygote's bookkeeping afterwards (`reap`: collect the
-exit status, sweep leftovers, free the uid and cgroup) is queued to the helper thread.
+exit status, sweep leftovers, free the uid and cgroup) is left to the zygote without waiting
+(`SandboxPool.release`), as for any pool.
 
 `kill_all` is for the job's SIGTERM handler: it SIGKILLs every live worker, spare or not, and the
 zygote, taking no lock.
@@ -54,16 +55,14 @@ class BatchPool(SandboxPool):
         return worker
 
     def reap(self, pid: int, wait: float | None = None) -> dict:
-        """Queue the zygote's cleanup of a worker already SIGKILLed by `SandboxWorker.kill`."""
-        self._tasks.put(("reap", pid, wait))
+        """Leave the zygote's cleanup of a worker already SIGKILLed by `SandboxWorker.kill` to it,
+        without waiting (`SandboxPool.release`: read before the next request to the zygote)."""
+        self.release(pid)
         return {"status": "queued", "swept": 0, "left": 0}
 
     def _serve(self) -> None:
         while (task := self._tasks.get()) is not None:
             try:
-                if task[0] == "reap":
-                    super().reap(task[1], task[2])
-                    continue
                 seed = task[1]
                 with self._spares_lock:
                     if seed in self._spares:

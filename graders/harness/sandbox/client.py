@@ -284,7 +284,7 @@ class SandboxPool:
             control = launch.control
             try:
                 self._catch_up(launch)
-                socket.send_fds(control, [json.dumps(req).encode()], list(fds))
+                _send(control, req, fds)
                 return json.loads(control.recv(1 << 16))
             except (OSError, json.JSONDecodeError) as exc:
                 self.close()
@@ -298,11 +298,14 @@ class SandboxPool:
                 launch.control.recv(1 << 16)
         self._unread = (None, 0)
 
-    def settle(self) -> None:
+    def settle(self, timeout: float | None = None) -> None:
         """Wait until the zygote has reaped and swept every released worker (what it does before
-        it forks another anyway): for a caller that looks at the process table now."""
+        it forks another anyway): for a caller that looks at the process table now, or that is
+        about to stop the zygote (`close`, which gives it `timeout` seconds)."""
         with self._lock:
             if self._launch is not None and self._unread[1]:
+                if timeout is not None:
+                    self._launch.control.settimeout(timeout)
                 self._catch_up(self._launch)
 
     def release(self, pid: int) -> None:
@@ -315,8 +318,7 @@ class SandboxPool:
             if launch is None or launch.hello is None or launch.proc.poll() is not None:
                 return  # no zygote: its workers went with it
             try:
-                request = {"op": "reap", "pid": pid, "wait": self.limits.reap_seconds}
-                socket.send_fds(launch.control, [json.dumps(request).encode()], [])
+                _send(launch.control, {"op": "reap", "pid": pid, "wait": self.limits.reap_seconds})
             except OSError:
                 return  # a zygote that stopped listening is started again by the next `_ready`
             count = self._unread[1] if self._unread[0] is launch else 0
@@ -403,12 +405,10 @@ class SandboxPool:
     def close(self) -> None:
         """Kill the zygote and everything it started; nothing of this pool stays in its folder."""
         if self._launch is not None:
-            with self._lock:  # a released worker is reaped first: the zygote then tidies up at once
-                try:
-                    self._launch.control.settimeout(self.limits.reap_seconds + 1.0)
-                    self._catch_up(self._launch)
-                except OSError:
-                    self._unread = (None, 0)
+            try:  # a released worker is reaped first: the zygote then tidies up at once
+                self.settle(timeout=self.limits.reap_seconds + 1.0)
+            except OSError:
+                self._unread = (None, 0)
             self._launch.kill()
             self._launch = None
 
@@ -417,6 +417,11 @@ class SandboxPool:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _send(control: socket.socket, req: dict, fds=()) -> None:
+    """One request on the zygote's control socket (a SEQPACKET message, with descriptors)."""
+    socket.send_fds(control, [json.dumps(req).encode()], list(fds))
 
 
 EXIT_NAMES = {
