@@ -18,6 +18,7 @@ Three rules keep a score fair (README, "How a score is decided"):
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -206,14 +207,7 @@ def find_variant(
 def once(compute: Callable[[], Mapping[str, Variant]]) -> Callable[[], Mapping[str, Variant]]:
     """`compute` called at most once, its result kept: variants two checks of one probe share (the
     weights' and the output's), computed only if one of them fails."""
-    kept: list = []
-
-    def variants() -> Mapping[str, Variant]:
-        if not kept:
-            kept.append(compute())
-        return kept[0]
-
-    return variants
+    return functools.cache(compute)
 
 
 def close(
