@@ -23,6 +23,9 @@ from graders.harness.core.errors import StudentFault
 
 # (q, k, v) shapes: leading batch dims, L ≠ S, d_k ≠ d_v
 SDPA_SHAPES = [((2, 5, 16), (2, 7, 16), (2, 7, 3)), ((3, 2, 4, 16), (3, 2, 6, 16), (3, 2, 6, 5))]
+# size-1 axes the shapes keep (batch 1, one query): a squeeze(), squeeze(0) or view(-1, …) must not drop them
+SIZE_ONE_SHAPES = [((1, 5, 16), (1, 7, 16), (1, 7, 3)), ((2, 1, 16), (2, 7, 16), (2, 7, 3))]
+LAYER_SIZE_ONE = [(1, 5, 6), (2, 1, 6)]  # (B, L, E) with B = 1, then L = 1
 HIDDEN_SHAPES = [((4, 9), (6, 9), (6, 2)), ((2, 3, 1, 8), (2, 3, 11, 8), (2, 3, 11, 7))]
 LAYERS = ["query", "key", "value"]
 WIDE_FACTOR = 12.0  # see wide_score_inputs
@@ -290,7 +293,7 @@ SCALE_TEXT = Text(
 
 @check("sdpa_shapes")
 def test_sdpa_shapes(student, rng):
-    for shapes in SDPA_SHAPES:
+    for shapes in SDPA_SHAPES + SIZE_ONE_SHAPES:
         q, k, v = qkv(rng, shapes)
         lead, length, keys = q.shape[:-2], q.shape[-2], k.shape[-2]
         shapes = ((*lead, length, v.shape[-1]), (*lead, length, keys))
@@ -478,14 +481,14 @@ def test_layer_structure(student):
 
 @check("layer_shapes")
 def test_layer_shapes(student, rng):
-    batch, length, embed = 2, 5, 6
-    layer, _, x, _ = student_layer(student, rng, batch, length, embed, properties=True)
-    shapes = ((batch, length, embed), (batch, length, length))
-    context, weights = expect.pair_in_order(
-        layer(x), "SimpleSelfAttention.forward(x)", shapes, ("context", "weights")
-    )
-    expect.tensor(context, "context", (batch, length, embed), finite=False)
-    expect.tensor(weights, "weights", (batch, length, length), finite=False)
+    for batch, length, embed in [(2, 5, 6), *LAYER_SIZE_ONE]:
+        layer, _, x, _ = student_layer(student, rng, batch, length, embed, properties=True)
+        shapes = ((batch, length, embed), (batch, length, length))
+        context, weights = expect.pair_in_order(
+            layer(x), "SimpleSelfAttention.forward(x)", shapes, ("context", "weights")
+        )
+        expect.tensor(context, "context", (batch, length, embed), finite=False)
+        expect.tensor(weights, "weights", (batch, length, length), finite=False)
 
 
 @check("layer_matches_oracle")

@@ -28,6 +28,12 @@ HIDDEN_CONFIGS = [
 # a layer with d_model = d_k, for code that runs only there (a residual context + x, say, which
 # `fix_runs` charges): its scale is judged on sizes it accepts, d_model and d_k widened together
 SQUARE = (2, 7, 5, 5)
+# a second probe of the scale, at a d_k whose root is far from an integer (√7 ≈ 2.65): a root rounded
+# down, to the nearest or up (int(math.sqrt(d_k)), math.isqrt, round) scales by 1/2 or 1/3 there, and
+# not by half as much at 4·d_k (√28 ≈ 5.29); at d_k = 5 a root rounded up shows (⌈√5⌉ = 3, ⌈√20⌉ = 5).
+# Its other sizes are no rounded root: 1/√B, 1/√L, 1/√d_model, √(d_model // 8) are none of 1/2, 1/3
+ROUNDED = (2, 6, 20, 7)
+ROUNDED_SQUARE = (2, 6, 7, 7)
 PAPER_HEADS = 8  # d_k = d_model / h with the paper's h = 8: a d_k that is not the constructor's
 LAYERS = ["W_q", "W_k", "W_v"]
 WIDER = 4  # the widened layer's d_k, in multiples of d_k: its scale is half as large
@@ -53,6 +59,7 @@ SCALE_MISTAKES = [
     "scale_after_softmax",
     "power_precedence",
     "dk_from_d_model",
+    "rounded_root",
 ]
 
 LAYERS_TEXT = Text(
@@ -157,6 +164,11 @@ def variants(x, state, d_k=None) -> dict:
             formula(x, state, scale=1 / math.sqrt(dk))
             for dk in (d_model // PAPER_HEADS, d_model / PAPER_HEADS)
             if dk >= 1 and dk != d_k
+        ],
+        "rounded_root": [  # int(math.sqrt(d_k)), math.isqrt(d_k), d_k ** 0.5 // 1, round(…), math.ceil(…)
+            formula(x, state, scale=1 / root)
+            for root in sorted({math.floor(math.sqrt(d_k)), round(math.sqrt(d_k)), math.ceil(math.sqrt(d_k))})
+            if root >= 1 and root != math.sqrt(d_k)
         ],
         "scale_after_softmax": formula(x, state, scaled_after=True),  # the weights or the context
         "softmax_wrong_axis": [formula(x, state, softmax_dim=dim) for dim in (-2, 0)],
@@ -353,10 +365,18 @@ def widened_square(state: dict, x: torch.Tensor, times: int = WIDER) -> tuple[di
 
 @check("fix_scale_uses_dk")
 def test_fix_scale_uses_dk(student, rng):
-    batch, length, d_model, d_k = CONFIGS[0]
-    square = not accepts(student, *CONFIGS[0]) and accepts(student, *SQUARE)
+    for config, square_config in ((CONFIGS[0], SQUARE), (ROUNDED, ROUNDED_SQUARE)):
+        scale_follows_dk(student, rng, config, square_config)
+
+
+def scale_follows_dk(student, rng, config, square_config):
+    """Fail unless the layer at `config` (or at `square_config`, where the code answers only with
+    d_model = d_k) scales its scores as a layer with d_k four times as large does with its queries
+    halved: the scale is 1/√d_k, whatever d_k is."""
+    batch, length, d_model, d_k = config
+    square = not accepts(student, *config) and accepts(student, *square_config)
     if square:  # the code answers only where d_model = d_k: its scale is judged there
-        batch, length, d_model, d_k = SQUARE
+        batch, length, d_model, d_k = square_config
     _, own, x = student_layer(student, rng, batch, length, d_model, d_k, properties=True)
 
     def context(width, state, model=d_model, inputs=x):

@@ -98,8 +98,10 @@ def layout_mistake(got: tuple[int, ...], expected: tuple[int, ...]) -> str | Non
     in another order, or an axis of size 1 too many or too few."""
     if sorted(got) == sorted(expected) and got != expected:
         return "axes_swapped"
-    merged = [
-        expected[:i] + (expected[i] * expected[i + 1],) + expected[i + 2 :] for i in range(len(expected) - 1)
+    merged = [  # a size-1 axis "merged" into its neighbour is one dropped: `missing_axis` below names it
+        expected[:i] + (expected[i] * expected[i + 1],) + expected[i + 2 :]
+        for i in range(len(expected) - 1)
+        if 1 not in (expected[i], expected[i + 1])
     ]
     if got in merged:  # two neighbouring axes folded into one (heads left folded into the batch, say)
         return "axes_merged"

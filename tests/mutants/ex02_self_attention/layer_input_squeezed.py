@@ -1,0 +1,27 @@
+"""Mutant: the layer drops the batch axis of its input with x.squeeze(0), so a batch of 1 comes back as (L, E)."""
+
+import math
+
+import torch
+import torch.nn as nn
+
+
+def scaled_dot_product_attention(q, k, v):
+    d_k = q.shape[-1]
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+class SimpleSelfAttention(nn.Module):
+    def __init__(self, embed_dim):
+        super().__init__()
+        self.embed_dim = embed_dim
+        self.query = nn.Linear(embed_dim, embed_dim)
+        self.key = nn.Linear(embed_dim, embed_dim)
+        self.value = nn.Linear(embed_dim, embed_dim)
+
+    def forward(self, x):
+        x = x.squeeze(0)  # (L, E) when there is a single sequence
+        q, k, v = self.query(x), self.key(x), self.value(x)
+        return scaled_dot_product_attention(q, k, v)
