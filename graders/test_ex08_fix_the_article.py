@@ -22,9 +22,10 @@ from graders.harness.core.i18n import say
 # d_model // 8 ("the paper's 8 heads") is then neither the right scale nor no scale at all, nor another mistake's
 CONFIGS = [(2, 7, 28, 5), (3, 4, 10, 6)]
 HIDDEN_CONFIGS = [
-    (2, 5, 35, 3),
+    (2, 5, 35, 10),
     (2, 3, 16, 7),
-]  # √d_model ≠ d_k: √9 = 3 would hide a division by d_k; B = 1 would hide len(k)
+]  # √d_model ≠ d_k: √9 = 3 would hide a division by d_k; B = 1 would hide len(k); ⌊√10⌋ = 3 and
+# ⌈√10⌉ = 4 are no other mistake's root here (⌊√3⌋ = 1 would be no scale, round(√3) = 2 = √(35 // 8))
 # a layer with d_model = d_k, for code that runs only there (a residual context + x, say, which
 # `fix_runs` charges): its scale is judged on sizes it accepts, d_model and d_k widened together
 SQUARE = (2, 7, 5, 5)
@@ -166,9 +167,7 @@ def variants(x, state, d_k=None) -> dict:
             if dk >= 1 and dk != d_k
         ],
         "rounded_root": [  # int(math.sqrt(d_k)), math.isqrt(d_k), d_k ** 0.5 // 1, round(…), math.ceil(…)
-            formula(x, state, scale=1 / root)
-            for root in sorted({math.floor(math.sqrt(d_k)), round(math.sqrt(d_k)), math.ceil(math.sqrt(d_k))})
-            if root >= 1 and root != math.sqrt(d_k)
+            formula(x, state, scale=1 / root) for root in rounded_roots(batch, length, d_model, d_k)
         ],
         "scale_after_softmax": formula(x, state, scaled_after=True),  # the weights or the context
         "softmax_wrong_axis": [formula(x, state, softmax_dim=dim) for dim in (-2, 0)],
@@ -184,6 +183,19 @@ def variants(x, state, d_k=None) -> dict:
         "loop_skips_rows": lambda: skipped_rows(formula(x, state)),
         "context_from_scores": [scores_times_values(x, state, s) for s in (1 / math.sqrt(d_k), 1.0)],
     }
+
+
+def rounded_roots(batch: int, length: int, d_model: int, d_k: int) -> list[int]:
+    """√d_k rounded down, to the nearest or up, where that is not √d_k itself nor the root another
+    scale mistake divides by at these sizes (⌊√3⌋ = 1 is no scale at all): the evidence could not
+    tell those apart."""
+    others = [1.0, batch, length, d_model, d_k**2, (d_k / 2) ** 2, (2 * d_k) ** 2, d_model // PAPER_HEADS,
+              d_model / PAPER_HEADS]  # fmt: skip
+    root = math.sqrt(d_k)
+    return [
+        n for n in sorted({math.floor(root), round(root), math.ceil(root)})
+        if abs(n - root) > 1e-9 and all(abs(n - math.sqrt(o)) > 1e-9 for o in others)
+    ]  # fmt: skip
 
 
 def scores_times_values(x, state, scale: float) -> torch.Tensor:
