@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping
 
 from .i18n import Text, say
+from .operands import operand_note
 
 
 class StudentFault(Exception):
@@ -39,7 +40,9 @@ class StudentCodeError(StudentFault):
     def __init__(
         self, type_name: str, message: str, traceback: str = "", where: str = "", call: str = ""
     ) -> None:
-        extra = [say("run.exception_where", where=where)] if where else []
+        note = operand_note(message)  # the operands' sizes a shape error gives, said plainly
+        extra = [note] if note is not None else []
+        extra += [say("run.exception_where", where=where)] if where else []
         extra += [say("run.exception_call", call=call)] if call else []
         super().__init__(say("run.student_exception", type=type_name, message=message).lines(*extra))
         self.type_name = type_name
