@@ -130,6 +130,35 @@ CATALOG: dict[str, dict[str, str]] = {
         "zh": "当时的调用：{call}",
         "en": "while running {call}",
     },
+    # run.operands: the operands' sizes a torch shape error gives (core/operands.py)
+    "run.operands.matrix": {
+        "zh": "torch 把这个乘积看成 ({a}×{b}) 乘 ({c}×{d})（左边的前导维并入了行）：左边操作数的最后一维 {b} 应等于右边操作数的第一维 {c}。左右两个之中有一个形状不对：少了或多了一次转置，或者用错了张量。（对 nn.Linear 或 F.linear，右边是它的权重转置后的 (in_features×out_features)。）",
+        "en": "torch saw this product as ({a}×{b}) times ({c}×{d}) (the left operand's leading axes folded into its rows): the left operand's last size, {b}, must equal the right operand's first, {c}. One of the two has the wrong shape: a transpose missing or one too many, or the wrong tensor. (For nn.Linear or F.linear, the right one is its weight transposed, in_features×out_features.)",
+    },
+    "run.operands.batched_inner": {
+        "zh": "这是一个批量矩阵乘法：右边操作数的倒数第二维应等于左边操作数的最后一维 {want}，实际是 {got}。多半是右边少了（或多了）一次 transpose(-2, -1)，或者右边用错了张量。",
+        "en": "In this batched matrix product the right operand's second-to-last size should equal the left operand's last size, {want}, and it is {got}: most likely a transpose(-2, -1) missing (or one too many) on the right, or the wrong tensor there.",
+    },
+    "run.operands.batched_batch": {
+        "zh": "这是一个批量矩阵乘法：两边的批次大小（最后两维之前所有维的乘积）不同，左边 {want}，右边 {got}。某一边的批次维被换走或丢掉了（例如对三维张量用了 .T）。",
+        "en": "In this batched matrix product the two operands' batch sizes (all axes before the last two, multiplied) differ: {want} on the left, {got} on the right. One side's batch axes were moved or lost (a .T on a 3-D tensor, say).",
+    },
+    "run.operands.broadcast": {
+        "zh": "两个操作数在 torch 对齐的第 {dim} 维（从 0 数；矩阵乘法时只数批次维）上大小不同：左边（第一个）是 {a}，右边（第二个）是 {b}；同一维的大小必须相等，或其中一个为 1。",
+        "en": "The two operands differ along axis {dim} of the shapes torch lined up (from 0; for a matrix product, of the batch axes): {a} for the first (left) one, {b} for the second (right). Sizes along one axis must be equal, or one of them 1.",
+    },
+    "run.operands.view": {
+        "zh": "view/reshape 要的形状 [{shape}] 需要 {need} 个元素，而这个张量有 {size} 个：要的各维之积必须等于 {size}。被重塑的张量和你以为的形状不一样，或者要的形状里有一维写错了。",
+        "en": "view/reshape asked for shape [{shape}], which holds {need} elements, and the tensor has {size}: the sizes asked for must multiply to {size}. Either the tensor reshaped is not the shape you think, or one size in the new shape is wrong.",
+    },
+    "run.operands.view_free": {
+        "zh": "view/reshape 要的形状 [{shape}] 中除 -1 以外各维之积是 {known}，它不能整除这个张量的元素个数 {size}：被重塑的张量和你以为的形状不一样，或者要的形状里有一维写错了。",
+        "en": "In the shape view/reshape asked for, [{shape}], the sizes other than -1 multiply to {known}, which does not divide the tensor's {size} elements: either the tensor reshaped is not the shape you think, or one size in the new shape is wrong.",
+    },
+    "run.operands.einsum": {
+        "zh": "einsum 的下标 {letter} 在第 {operand} 个操作数（从 0 数）上是 {got}，在前面的操作数上是 {want}：同一个下标在每个操作数上的大小必须相同。",
+        "en": "einsum's index {letter} has size {got} in operand {operand} (counting from 0) and {want} in an earlier one: one index must have the same size in every operand.",
+    },
     "run.out_of_memory": {
         "zh": "你的代码内存不够用了：每个沙箱进程在 torch 本身之外最多可用 {budget} MiB，并且已确认本机能提供这么多；你的代码需要更多。（{detail}）",
         "en": "Your code ran out of memory: a sandboxed worker may use {budget} MiB beyond torch itself, and this machine was checked to provide that much; your code needed more. ({detail})",
