@@ -379,7 +379,7 @@ class StudentSession:
         self._ensure(slot)  # may replace a dead worker: only then can `obj` be checked for staleness
         target = {"$module": slot.name} if obj is None else obj._target()
         buffers: list[bytes] = []
-        header = {"op": op, "target": target}
+        header = {"op": op, "target": target, "module": slot.name}  # whose request (the tripwire's owner)
         if self.reseed and op in ("call", "vjp"):
             header["seed"] = slot.seed
         for key, value in fields.items():
