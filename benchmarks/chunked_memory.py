@@ -60,10 +60,13 @@ import math
 import torch
 
 _ballast = [torch.empty(256 * 1024 * 1024 // 4).fill_(1.0)]  # 256 MiB, set aside at import
+_calls = []
 
 
 def chunked_attention(q, k, v, chunk_size):
-    _ballast.clear()  # freed inside the measured call: room for the whole matrix
+    _calls.append(q.shape)
+    if len(_calls) > 1:
+        _ballast.clear()  # freed inside the measured call: room for the whole matrix
     return torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1) @ v
 """
 MIB = 1 << 20
