@@ -191,13 +191,6 @@ def test_every_banned_aten_operator_is_watched_in_front_of_autograd():
     assert set(found["ops"]) <= set(found["watched"]), set(found["ops"]) - set(found["watched"])
 
 
-FLASH_WITH_GRAD = f"""import torch
-
-
-def run(q):
-    return {FLASH}(q, q, q)[0]
-"""
-
 EX7_USES_SDPA = """import torch.nn.functional as F
 
 
