@@ -216,3 +216,39 @@ def test_gradients_still_flow_through_a_watched_operator(pool, tmp_path):
     q64 = q.double().requires_grad_()
     torch.nn.functional.scaled_dot_product_attention(q64, q64, q64).sum().backward()
     assert torch.allclose(grads[0].double(), q64.grad, atol=1e-4)
+
+
+OLD_TORCH = """import sys, threading
+import torch
+
+torch.set_num_threads(1)
+del torch._C._dispatch_get_computed_kernel_for_dispatch_key  # as on a torch before 2.9
+from graders.harness.sandbox import worker as W
+
+hits = []
+record = W.make_recorder({}, set(), {}, ["ex"], hits.append, threading.Lock())
+tripwire = W.Tripwire(record)  # kept: its torch.library registrations go with it
+tripwire.arm("ex", ["torch._native_multi_head_attention", "torch.ops.aten._scaled_dot_product_*"])
+E, H = 12, 3
+x = torch.randn(2, 5, E, requires_grad=True)
+w, b, pw, pb = torch.randn(3 * E, E), torch.randn(3 * E), torch.randn(E, E), torch.randn(E)
+torch._C._VariableFunctions._native_multi_head_attention(x, x, x, E, H, w, b, pw, pb, None, True, False)
+seen = len(hits)
+q = torch.randn(1, 2, 4, 8, requires_grad=True)
+torch._C._VariableFunctions._scaled_dot_product_flash_attention_for_cpu(q, q, q)[0].sum().backward()
+print(seen, len(hits) > seen, bool(q.grad.abs().sum() > 0))
+"""
+
+
+def test_an_operator_without_autograd_formula_is_a_hit_on_an_older_torch():
+    """A torch that cannot hand its autograd kernel over (before 2.9): the operators torch gives no
+    autograd formula (`worker.NO_AUTOGRAD_FORMULA`) are still watched at AutogradCPU, and a watched
+    operator with a formula keeps its gradient. In a process of its own: arming replaces torch's
+    functions."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", OLD_TORCH], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen, flash_seen, grad = done.stdout.split()
+    assert int(seen) >= 1 and flash_seen == "True" and grad == "True", done.stdout

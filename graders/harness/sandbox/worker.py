@@ -52,6 +52,13 @@ ALIAS_HOMES = (
 )
 
 
+# Banned aten operators torch gives no autograd formula: their autograd kernel dispatches below the
+# ADInplaceOrView key (`Tripwire._watch_autograd`)
+NO_AUTOGRAD_FORMULA = frozenset(
+    {"_native_multi_head_attention", "_transformer_encoder_layer_fwd", "_fused_sdp_choice"}
+)
+
+
 class Tripwire:
     """Run-time half of the "built by hand" rule (the static half is `graders.harness.core.banned`).
 
@@ -206,11 +213,23 @@ class Tripwire:
         s4, s5) gets torch's "not implemented" autograd kernel, which dispatches below
         ADInplaceOrView: the watch there never runs for it, this one does."""
         get_kernel = getattr(torch._C, "_dispatch_get_computed_kernel_for_dispatch_key", None)
-        if get_kernel is None or not torch._C._dispatch_has_computed_kernel_for_dispatch_key(
-            overload.name(), "AutogradCPU"
-        ):
+        record = self.record
+        if get_kernel is None:  # a torch older than 2.9 cannot hand its kernel over: for an operator
+            # without an autograd formula, compute below autograd (no gradient either way)
+            if overload._schema.name.removeprefix("aten::") not in NO_AUTOGRAD_FORMULA:
+                return
+            below = torch._C._AutoDispatchBelowADInplaceOrView  # what torch's own kernel for it does
+
+            def no_formula(keyset, *args, _overload=overload, _reported=reported, **kwargs):
+                record(_reported, True)
+                with below():
+                    return _overload(*args, **kwargs)
+
+            self._library.impl(key, no_formula, "AutogradCPU", with_keyset=True)
             return
-        original, record = get_kernel(overload.name(), torch._C.DispatchKey.AutogradCPU), self.record
+        if not torch._C._dispatch_has_computed_kernel_for_dispatch_key(overload.name(), "AutogradCPU"):
+            return
+        original = get_kernel(overload.name(), torch._C.DispatchKey.AutogradCPU)
 
         def autograd(keyset, *args, _original=original, _reported=reported, **kwargs):
             record(_reported, True)
