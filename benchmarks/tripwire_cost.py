@@ -24,7 +24,7 @@ torch.set_num_threads(1)
 sys.path.insert(0, sys.argv[1])
 from graders.harness.sandbox import worker as W
 banned = tomllib.load(open(sys.argv[2], "rb"))["banned"]
-trip = W.Tripwire(W.make_recorder({}, lambda data: None, threading.Lock()))
+trip = W.Tripwire(W.make_recorder({}, set(), {}, [None], lambda data: None, threading.Lock()))
 if sys.argv[3] == "python":
     trip._watch_dispatcher = lambda reported: None
 start = time.perf_counter()
@@ -66,7 +66,7 @@ def main() -> None:
     torch.set_num_threads(1)
     q = torch.randn(1, 2, 16, 8)
     plain = per_call(torch.nn.functional.scaled_dot_product_attention, q, q, q)
-    trip = W.Tripwire(W.make_recorder({}, lambda data: None, threading.Lock()))
+    trip = W.Tripwire(W.make_recorder({}, set(), {}, [None], lambda data: None, threading.Lock()))
     trip.arm(
         "x", ["torch.nn.functional.scaled_dot_product_attention", "torch.ops.aten._scaled_dot_product_*"]
     )

@@ -31,15 +31,21 @@ def by_id(report) -> dict:
 
 @pytest.fixture
 def spawns(pool, monkeypatch):
-    """Counts the workers forked while a test grades."""
+    """Counts the workers forked while a test grades, but for the fresh worker a peak-memory
+    measurement starts from (`StudentSession.afresh`: ex06's `chunked_peak_memory`)."""
     count = {"n": 0}
-    real = pool.spawn
+    real, afresh = pool.spawn, StudentSession.afresh
 
     def counting(seed: int = 0):
         count["n"] += 1
         return real(seed)
 
+    def measuring(self, *args, **kwargs):
+        count["n"] -= 1
+        return afresh(self, *args, **kwargs)
+
     monkeypatch.setattr(pool, "spawn", counting)
+    monkeypatch.setattr(StudentSession, "afresh", measuring)
     return count
 
 

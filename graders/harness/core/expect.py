@@ -623,12 +623,20 @@ PEAK_UNAVAILABLE = Text(
 
 
 @contextmanager
-def peak_memory(obj) -> Iterator[PeakMemory]:
+def peak_memory(obj, warm: str | None = None, warm_args: Sequence = ()) -> Iterator[PeakMemory]:
     """Measure the peak memory of the submission's worker during the block, as the kernel counts it
     and the trusted side reads it (`SandboxWorker.reset_peak`): nothing the submission reports
     counts. `obj` is the `student` module or an object of it, already used once (so that its module
     is loaded and the block holds only the calls it measures). A machine where it cannot be
-    measured is the grader's problem (`GraderFault`), never the student's."""
+    measured is the grader's problem (`GraderFault`), never the student's.
+
+    With `warm` (trusted source defining `warm(*warm_args)`), `obj` is the `student` module and the
+    measurement starts in a fresh worker where only `warm` has run (`StudentSession.afresh`): the
+    module loads inside the block, and whatever it holds from its import or from a call in the
+    block counts, so memory set aside before the measured call (a ballast) cannot be freed inside
+    it to hide what the call builds; torch's first use of what `warm` computes is not counted."""
+    if warm is not None:
+        obj._session.afresh(obj._slot.name, warm.encode(), *warm_args)
     worker = obj._session.worker
     span = worker.reset_peak() if worker is not None and worker.alive else None
     if span is None:
@@ -698,7 +706,10 @@ IGNORED_INPUT = Text(
 
 
 def smooth_difference(
-    difference: Callable[[float], tuple[float, torch.dtype]], scale: float, numeric: float, rtol: float,
+    difference: Callable[[float], tuple[float, torch.dtype]],
+    scale: float,
+    numeric: float,
+    rtol: float,
     size: float,
 ) -> tuple[float, float, float]:
     """(derivative, rtol, size) for a gradient that the fine difference refuted: the fine reading

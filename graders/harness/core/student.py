@@ -75,6 +75,7 @@ def describe_call(label: str, args=(), kwargs=None) -> str:
 
 
 PRELUDE_MODULE = "_grader_prelude"  # not a valid exercise id: never a student module's name
+WARM_MODULE = "_grader_warm_up"  # trusted code a measurement's fresh worker runs first (`afresh`)
 
 
 def prelude(seed: int) -> bytes:
@@ -192,6 +193,24 @@ class StudentSession:
                 provided=dict(provided), origin=base.origin,
             )  # fmt: skip
         return StudentModule(self, self.slots[derived])
+
+    def afresh(self, name: str, warm: bytes, *args) -> SandboxWorker:
+        """Retire the worker and start a fresh one in which only `warm` (trusted source) is loaded and
+        its `warm(*args)` has run, with module `name`'s seed and limits (its time counts for `name`):
+        every module loads again on its next use. What a peak-memory measurement starts from
+        (`expect.peak_memory`): nothing of the submission is in that worker yet, so memory its
+        module takes when it loads, or in a call before the measured one, cannot be freed inside
+        the measured call to make room for what that call builds; `warm` has torch take what it
+        takes on first use of the operations a correct solution uses, so that is not counted."""
+        base = self.slots[name]
+        self._retire()
+        slot = ModuleSlot(WARM_MODULE, Path("<warm-up>"), base.seed, base.call_seconds, source=warm,
+                          label=base.label)  # fmt: skip
+        self.slots[WARM_MODULE] = slot
+        self._ensure(slot)
+        self.module(WARM_MODULE).warm(*args)
+        assert self.worker is not None
+        return self.worker
 
     def current(self, slot: ModuleSlot) -> bool:
         """Is `slot`'s module loaded in a worker that is still alive?"""
@@ -379,7 +398,7 @@ class StudentSession:
         self._ensure(slot)  # may replace a dead worker: only then can `obj` be checked for staleness
         target = {"$module": slot.name} if obj is None else obj._target()
         buffers: list[bytes] = []
-        header = {"op": op, "target": target}
+        header = {"op": op, "target": target, "module": slot.name}  # whose request (the tripwire's owner)
         if self.reseed and op in ("call", "vjp"):
             header["seed"] = slot.seed
         for key, value in fields.items():

@@ -52,6 +52,13 @@ ALIAS_HOMES = (
 )
 
 
+# Banned aten operators torch gives no autograd formula: their autograd kernel dispatches below the
+# ADInplaceOrView key (`Tripwire._watch_autograd`)
+NO_AUTOGRAD_FORMULA = frozenset(
+    {"_native_multi_head_attention", "_transformer_encoder_layer_fwd", "_fused_sdp_choice"}
+)
+
+
 class Tripwire:
     """Run-time half of the "built by hand" rule (the static half is `graders.harness.core.banned`).
 
@@ -68,7 +75,10 @@ class Tripwire:
 
     Each banned aten operator is also watched in the dispatcher itself (`_watch_dispatcher`), which
     sees the calls that pass no Python wrapper: an original read out of a wrapper's closure, the C++
-    function table, TorchScript, torch's own C++ code called by the submission.
+    function table, TorchScript, torch's own C++ code called by the submission. A call counts as
+    the submission's wherever it comes from (its files, code it compiled, a thread it started, a
+    torch function it handed over as its own), except torch's backward pass of a gradient request
+    (`make_recorder`).
 
     What a wrapper closes over is the original, the name it reports and `record`, a plain function
     whose closure holds the socket's `sendall`, the frame packer, a lock, `sys._getframe` and a
@@ -145,11 +155,13 @@ class Tripwire:
 
     def _watch_dispatcher(self, reported: str) -> None:
         """Watch the aten operator named like `reported` (if there is one) in the dispatcher itself:
-        a kernel at the ADInplaceOrView key, which every call of the operator on an ordinary CPU
-        tensor passes through after autograd has recorded it, sends the hit (when an exercise's
-        code is on the stack) and redispatches to the real kernel, so the result and its gradient
-        are torch's own; an operator torch decomposes (`scaled_dot_product_attention`, its math
-        path) is watched at AutogradCPU and runs the same decomposition (`OpOverload.decompose`).
+        a kernel at AutogradCPU, which every call of the operator on an ordinary CPU tensor passes,
+        sends the hit and runs the autograd kernel torch computed for it (`_watch_autograd`); a
+        kernel at the ADInplaceOrView key, passed after autograd has recorded the call (and by
+        torch's C++ callers below autograd), does the same and redispatches to the real kernel, so
+        the result and its gradient are torch's own; an operator torch decomposes
+        (`scaled_dot_product_attention`, its math path) is watched at AutogradCPU and runs the same
+        decomposition (`OpOverload.decompose`).
         It sees the calls no Python wrapper can: the original function read out of a wrapper's
         closure, `torch._C._VariableFunctions.X`, TorchScript, a C++ caller. It costs nothing to a
         submission that does not call the operator. (Inference tensors skip both keys: see
@@ -166,13 +178,10 @@ class Tripwire:
             qualified = overload._schema.name + ("." + overload_name if overload_name != "default" else "")
             if qualified in self.dispatched:
                 continue
-            if torch._C._dispatch_has_kernel_for_dispatch_key(overload.name(), "ADInplaceOrView"):
-                continue  # a view or in-place operator has a kernel there already: not ours to replace
             key = name if overload_name == "default" else f"{name}.{overload_name}"
+            has = functools.partial(torch._C._dispatch_has_kernel_for_dispatch_key, overload.name())
             try:
-                if torch._C._dispatch_has_kernel_for_dispatch_key(
-                    overload.name(), "CompositeImplicitAutograd"
-                ):
+                if has("CompositeImplicitAutograd"):
                     # decomposed at the autograd key, before ADInplaceOrView: watched there, and
                     # computed by the same decomposition torch would run (`decompose`)
                     decompose = overload.decompose
@@ -182,7 +191,10 @@ class Tripwire:
                         return _decompose(*args, **kwargs)
 
                     self._library.impl(key, composite, "AutogradCPU")
-                else:
+                    self.dispatched.add(qualified)
+                    continue
+                self._watch_autograd(key, overload, reported)
+                if not has("ADInplaceOrView"):  # a view or in-place operator's kernel there is not ours
                     redispatch = overload.redispatch
 
                     def kernel(keyset, *args, _redispatch=redispatch, _reported=reported, **kwargs):
@@ -193,6 +205,37 @@ class Tripwire:
             except (RuntimeError, ValueError):
                 continue
             self.dispatched.add(qualified)
+
+    def _watch_autograd(self, key: str, overload, reported: str) -> None:
+        """Watch `overload` at AutogradCPU too, in front of the autograd kernel torch computed for it,
+        which then runs as it would have (the gradient is torch's own). An operator with no autograd
+        formula of its own (`_native_multi_head_attention`, `_transformer_encoder_layer_fwd`: hostile10
+        s4, s5) gets torch's "not implemented" autograd kernel, which dispatches below
+        ADInplaceOrView: the watch there never runs for it, this one does."""
+        get_kernel = getattr(torch._C, "_dispatch_get_computed_kernel_for_dispatch_key", None)
+        record = self.record
+        if get_kernel is None:  # a torch older than 2.9 cannot hand its kernel over: for an operator
+            # without an autograd formula, compute below autograd (no gradient either way)
+            if overload._schema.name.removeprefix("aten::") not in NO_AUTOGRAD_FORMULA:
+                return
+            below = torch._C._AutoDispatchBelowADInplaceOrView  # what torch's own kernel for it does
+
+            def no_formula(keyset, *args, _overload=overload, _reported=reported, **kwargs):
+                record(_reported, True)
+                with below():
+                    return _overload(*args, **kwargs)
+
+            self._library.impl(key, no_formula, "AutogradCPU", with_keyset=True)
+            return
+        if not torch._C._dispatch_has_computed_kernel_for_dispatch_key(overload.name(), "AutogradCPU"):
+            return
+        original = get_kernel(overload.name(), torch._C.DispatchKey.AutogradCPU)
+
+        def autograd(keyset, *args, _original=original, _reported=reported, **kwargs):
+            record(_reported, True)
+            return _original.call_boxed(keyset, *args, **kwargs)
+
+        self._library.impl(key, autograd, "AutogradCPU", with_keyset=True)
 
     def _install(self, alias: str, reported: str) -> None:
         if alias in self.installed:
@@ -264,7 +307,7 @@ def refusal_text(allowed_imports, sibling_sources, owner: str | None, name: str,
     return f"import of {name!r} is not allowed in a submission (allowed: {allowed})"
 
 
-def make_sibling_loader(sibling_sources, siblings, owners, student_files):
+def make_sibling_loader(sibling_sources, siblings, owners, student_files, file_owners):
     """`load(owner, name)`: exercise `owner`'s copy of its sibling module `name`, run on first import.
     Registered before it runs, as Python does, so that circular imports see the partly run module.
     A closure over the Worker's tables (not the Worker): what the import guard calls."""
@@ -279,6 +322,7 @@ def make_sibling_loader(sibling_sources, siblings, owners, student_files):
             siblings[key] = module
             owners[id(module.__dict__)] = owner
             student_files.add(filename)
+            file_owners[filename] = owner
             previous = sys.modules.get(name)  # dataclasses, typing look a class's module up there
             space = getattr(previous, "__dict__", None)
             if previous is None or (type(space) is dict and owners.get(id(space)) is not None):
@@ -308,24 +352,60 @@ def inference_as_no_grad() -> None:
     cls.__enter__, cls.__exit__ = __enter__, __exit__
 
 
-def make_recorder(owners, sendall, lock):
-    """`record(dotted)`: find the innermost frame of an exercise's code (`owners`: a read-only map
-    from id of a module's globals to its exercise) and send the hit now, as an event frame (it
-    carries no `nonce`). Bound here, before any submission runs; nothing in it is looked up later."""
+def _backward_pass(grad):
+    """The worker's own backward pass (`make_vjp`): `grad` is torch's `autograd.grad`, bound before
+    any submission ran. Its frame is how the recorder knows a banned operator's call comes from
+    autograd answering a gradient request, not from the submission (`make_recorder`)."""
+
+    def torch_backward(loss, inputs):
+        return grad(loss, inputs, allow_unused=True)
+
+    return torch_backward
+
+
+BACKWARD_CODE = _backward_pass(None).__code__
+
+
+def make_recorder(owners, files, file_owners, current, sendall, lock):
+    """`record(dotted)`: send a hit now, as an event frame (it carries no `nonce`), naming the
+    exercise and the student's line where they are known. Bound here, before any submission runs;
+    nothing in it is looked up later.
+
+    Whose call it is does not depend on the globals a frame runs with alone (hostile10 s1, s2: code
+    exec'd into a fresh dict, a function rebuilt with a copy of its module's globals) nor on the
+    calling thread (s3: a thread of the submission's own): walking out from the call, the innermost
+    frame of an exercise module (`owners`: id of a module's globals -> its exercise) or of a file of
+    the submission (`files`: its files and every name code it compiled carries; `file_owners`: the
+    exercise of each file loaded) gives the line. Every call is the submission's except one whose
+    stack reaches the worker's own backward pass (`BACKWARD_CODE`, run with torch's own `grad`)
+    before any frame of the submission: torch's backward of what the forward pass computed. A call
+    on another thread, or one with no frame of the submission on the stack (a function of torch
+    the submission handed over as its own), is the exercise's whose request is being answered
+    (`current[0]`, None before any)."""
     getframe, pack = sys._getframe, wire.pack_frame
-    get = owners.get
+    get, get_file = owners.get, file_owners.get
+    backward_code, real_grad = BACKWARD_CODE, torch.autograd.grad
 
     def record(dotted: str, owned_only: bool = False) -> None:
-        frame, owner, line = getframe(2), None, 0
+        frame, owner, line, seen = getframe(2), None, 0, False
         while frame is not None:
+            code = frame.f_code
             space = frame.f_globals
-            owner = get(id(space)) if type(space) is dict else None
-            if owner is not None:  # the exercise's own code, or a sibling module it imported
-                line = frame.f_lineno
+            found = get(id(space)) if type(space) is dict else None
+            if found is not None:  # the exercise's own code, or a sibling module it imported
+                if owner is None:  # else an inner frame of one of its files gave the line already
+                    line = frame.f_lineno
+                owner = found
                 break
+            if not seen and code.co_filename in files:  # its file, whatever globals the code runs with
+                seen, owner, line = True, get_file(code.co_filename), frame.f_lineno
+            elif (
+                not seen and owned_only and code is backward_code and frame.f_locals.get("grad") is real_grad
+            ):
+                return  # torch's own backward pass of a gradient request, no submission code above it
             frame = frame.f_back
-        if owned_only and owner is None:  # the dispatcher's watch: torch's own calls (backward) pass
-            return
+        if owner is None:
+            owner = current[0]
         data = pack({"event": "tripwire", "module": owner, "what": dotted, "line": int(line)})
         with lock:
             sendall(data)
@@ -440,6 +520,7 @@ def make_vjp(worker, seal):
     resolve, handle = worker._resolve, worker._handle
     is_tensor, module_type, dispatch_modes = torch.Tensor, torch.nn.Module, torch._C._len_torch_dispatch_stack
     own_override = _own_override
+    backward = _backward_pass(grad)  # its frame tells the tripwire these calls are torch's (`make_recorder`)
 
     def op_vjp(self, req, bufs):
         """Call, then backpropagate `sum(output_i * cotangent_i)`; return outputs and gradients."""
@@ -483,7 +564,7 @@ def make_vjp(worker, seal):
             wanted = [i for i, t in enumerate(targets) if isinstance(t, is_tensor) and t.requires_grad]
             grads: list = [None] * len(targets)
             if loss is not None and wanted:
-                found = grad(loss, [targets[i] for i in wanted], allow_unused=True)
+                found = backward(loss, [targets[i] for i in wanted])
                 for i, g in zip(wanted, found, strict=True):
                     grads[i] = g
         count = len(req["grad_args"])
@@ -563,6 +644,8 @@ class Worker:
         self.modules: dict[str, types.ModuleType] = {}
         self.student_files: set[str] = set()
         self.owners: dict[int, str] = {}  # id(module.__dict__) of every student module -> its exercise
+        self.file_owners: dict[str, str] = {}  # file name of every module loaded -> its exercise
+        self.current: list = [None]  # the exercise whose request is being answered (`serve`)
         self.sibling_sources: dict[str, dict[str, tuple[str, bytes]]] = {}  # exercise -> name -> file, source
         self.siblings: dict[tuple[str, str], types.ModuleType] = {}  # (exercise, name) -> its copy
         self._sendall = sock.sendall  # bound now: rebinding the socket class later changes nothing here
@@ -570,9 +653,13 @@ class Worker:
         self._send_lock = threading.Lock()  # a frame is never interleaved with another thread's
         self.owners_view = types.MappingProxyType(self.owners)  # what closures get: read-only
         self._load_sibling = make_sibling_loader(
-            self.sibling_sources, self.siblings, self.owners, self.student_files
+            self.sibling_sources, self.siblings, self.owners, self.student_files, self.file_owners
         )
-        self.tripwire = Tripwire(make_recorder(self.owners_view, self._sendall, self._send_lock))
+        recorder = make_recorder(
+            self.owners_view, self.student_files, types.MappingProxyType(self.file_owners), self.current,
+            self._sendall, self._send_lock,
+        )  # fmt: skip
+        self.tripwire = Tripwire(recorder)
 
     def introspection_notifier(self):
         """`notify(what, line)` for `watch_introspection`, bound to this socket now."""
@@ -694,6 +781,7 @@ class Worker:
         self.modules[name] = module
         self.owners[id(module.__dict__)] = name
         self.student_files.add(filename)
+        self.file_owners[filename] = name
         sys.modules[name] = module
         exec(code, module.__dict__)
         return {"ok": True}
@@ -803,6 +891,8 @@ class Worker:
             except wire.WireError:
                 return
             handler = ops.get(req.get("op"))
+            module = req.get("module")
+            self.current[0] = module if type(module) is str else None
             cpu = req.get("cpu")
             if type(cpu) in (int, float) and cpu > 0:
                 isolation.set_call_cpu_limit(cpu)
