@@ -252,3 +252,36 @@ def test_an_operator_without_autograd_formula_is_a_hit_on_an_older_torch():
     assert done.returncode == 0, done.stderr[-2000:]
     seen, flash_seen, grad = done.stdout.split()
     assert int(seen) >= 1 and flash_seen == "True" and grad == "True", done.stdout
+
+
+EX2 = "ex02_self_attention"
+EX2_HELPER = """import torch.nn.functional as F
+
+
+def helper(q):
+    return F.scaled_dot_product_attention(q, q, q)
+"""
+EX4_BORROWS = """import typing
+
+
+def run(q):  # the static rule flags `typing.sys`: only the run-time half is under test here
+    return typing.sys.modules["ex02_self_attention"].helper(q)
+"""
+
+
+def test_a_banned_call_made_for_a_request_counts_for_the_exercise_that_asked(pool, tmp_path):
+    """Exercise 2 may use torch's attention; exercise 4 may not. Exercise 4's code that calls into
+    exercise 2's module (the one loaded in the same worker, not a copy of its own) makes the call
+    from exercise 2's frames, and the worker names exercise 2: the trusted side also counts it for
+    the exercise whose request was running, which nothing in the worker can change."""
+    session, (helper, borrower) = session_with(
+        tmp_path, pool, [(EX2, EX2_HELPER, PROJECT.load_manifest(EX2).banned), (EX4, EX4_BORROWS, BANNED4)]
+    )
+    try:
+        q = torch.randn(1, 2, 4, 8)
+        assert not helper._tripwire() and not borrower._tripwire()
+        expect.close(borrower.run(q), torch.nn.functional.scaled_dot_product_attention(q, q, q), "out")
+        assert any("scaled_dot_product" in what for what, _ in borrower._tripwire())
+        assert not helper._tripwire()  # exercise 2 bans nothing: its own record stays empty
+    finally:
+        session.close()

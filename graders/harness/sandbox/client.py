@@ -660,7 +660,7 @@ class SandboxWorker:
                 )  # fmt: skip
                 if "event" not in reply:
                     break
-                if self._event(reply):
+                if self._event(reply, (header or {}).get("module")):
                     events += 1
                 else:
                     repeats += 1
@@ -691,7 +691,7 @@ class SandboxWorker:
             self.kill()
             raise WorkerProtocolError(str(exc)) from exc
 
-    def _event(self, frame: dict) -> bool:
+    def _event(self, frame: dict, asking: object = None) -> bool:
         """Keep a tripwire hit the worker sent as it happened (see `worker.Tripwire`); True when it
         is the first of its (module, banned entry), which is all the record keeps: the set of keys is
         bounded by the banned lists of the modules loaded, so no cap can drop a real hit. A tripwire
@@ -723,11 +723,16 @@ class SandboxWorker:
                 f"a tripwire event naming {what[:100]!r}, which the tripwire does not watch"
                 " (a frame your code wrote)"
             )
-        key = (module, entries[0])
-        if key in self.tripwire_hits:
-            return False
-        self.tripwire_hits[key] = (module, what[:200], line)
-        return True
+        # Counted for the module the worker names and for the one whose request was running (this
+        # side's own knowledge): code of an exercise that lets the call through, run for one that
+        # bans it, is that one's call, and nothing in the worker can move it elsewhere.
+        first = False
+        for who in dict.fromkeys([module, asking if asking in self._banned else module]):
+            key = (who, entries[0])
+            if key not in self.tripwire_hits:
+                self.tripwire_hits[key] = (who, what[:200], line)
+                first = True
+        return first
 
     def tripwire_report(self, target, worker_says) -> list[list]:
         """The tripwire's record for the module `target` names, [[banned name, line], ...]: the hits
