@@ -247,6 +247,12 @@ def layer_variants(state, x, before=None):
     return out
 
 
+def over_batch_axis(batch: int, length: int) -> dict[str, tuple[int, int, int]]:
+    """The weights' shape when the attention runs over the batch axis (x transposed to (L, B, E), as
+    if the layer were sequence-first): (L, B, B), where it differs from (B, L, L)."""
+    return {"attention_over_batch_axis": (length, batch, batch)} if batch != length else {}
+
+
 def compare_layer(layer, state, x, own, expected=None, evidence=None):
     """Weights, then context, against `expected` (default: the formula) or the student's own
     attention (`own`); an output no known mistake explains is localised by the weights. The layer
@@ -254,6 +260,11 @@ def compare_layer(layer, state, x, own, expected=None, evidence=None):
     before = x.flip(1) + 1  # same shape, other values
     run(layer, before)
     context, weights = run(layer, x)
+    batch, length = x.shape[:2]
+    if isinstance(weights, torch.Tensor) and tuple(weights.shape) in over_batch_axis(batch, length).values():
+        expect.tensor(
+            weights, "weights", (batch, length, length), shape_variants=over_batch_axis(batch, length)
+        )
     expected_c, expected_w = expected if expected is not None else expected_layer(state, x)
     own_c, own_w = own if own is not None else (None, None)
     variants = expect.once(partial(layer_variants, state, x, before))
@@ -530,7 +541,8 @@ def test_layer_shapes(student, rng):
             layer(x), "SimpleSelfAttention.forward(x)", shapes, ("context", "weights")
         )
         expect.tensor(context, "context", (batch, length, embed), finite=False)
-        expect.tensor(weights, "weights", (batch, length, length), finite=False)
+        expect.tensor(weights, "weights", (batch, length, length), finite=False,
+                      shape_variants=over_batch_axis(batch, length))  # fmt: skip
 
 
 @check("layer_matches_oracle")
