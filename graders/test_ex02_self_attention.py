@@ -39,6 +39,9 @@ BACKWARD_ERRORS = {
     "inplace_on_input": r"leaf Variable that requires grad is being used in an in-place operation",
 }
 KNOWN_ERRORS = {
+    # math.exp / math.sqrt (or a bare exp from `from math import exp`) given a tensor of many values
+    "math_on_tensor": r"(?s)only one element tensors can be converted to Python scalars.*\n[^\n]*"
+    r"(\bmath\.\w+\(|(?<![\w.])(exp|sqrt|log|pow)\()",
     "transpose_fixed_dims": r"(?s)(RuntimeError|IndexError).*\n.*(\.transpose\(1, ?2\)|\.permute\(0, ?2, ?1\))",
     "k_transpose_batched": r"(?s)RuntimeError.*\n.*\b[A-Za-z_]\w*\.T\b",
     "transposed_in_context": r"(?s)RuntimeError.*\n.*(transpose\(-2, ?-1\)|\.mT|\.T\b)\s*@\s*\w*v",
