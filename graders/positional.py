@@ -86,6 +86,9 @@ def pe_variants(seq_len: int, d_model: int) -> dict[str, torch.Tensor]:
         "pe_power_of_position": _interleaved((pos / 10000.0) ** (two_i / d_model)),
         "pe_integer_values": sinusoidal(seq_len, d_model).trunc(),
         "pe_pos_and_i_swapped": _interleaved(two_i / 2 / 10000.0 ** (2 * pos / d_model)),
+        # the cosines computed into a new tensor (cos_cols = torch.cos(...) rebinds a view's name) and
+        # never written into the table: its odd columns stay at the zeros it was made with
+        "pe_columns_never_written": _odd_columns(sinusoidal(seq_len, d_model), torch.zeros_like),
     }
     if d_model % 2:  # a loop over the d_model // 2 (sin, cos) pairs: the last (sine) column stays 0
         last_zero = sinusoidal(seq_len, d_model)

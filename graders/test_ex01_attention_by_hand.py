@@ -40,6 +40,8 @@ CONTEXT_ATOL = 0.01  # two-decimal rounding of context entries near 10
 ROW_SUM_ATOL = 0.016  # three weights, each rounded to two decimals
 
 RAW = Q @ K.T  # (3, 3) unscaled dot products
+# the dot products over 3 of the 4 features: a loop over range(len(Q)) (the 3 tokens) or range(1, d_k)
+SHORT_PRODUCTS = [Q[:, :3] @ K[:, :3].T, Q[:, 1:] @ K[:, 1:].T]
 WEIGHT_VARIANTS = {
     "no_scaling": torch.softmax(RAW, dim=-1),
     "divide_by_dk": torch.softmax(RAW / D_K, dim=-1),
@@ -211,6 +213,26 @@ def softmax_base(scores: torch.Tensor):
     return estimate
 
 
+def one_list_rows(expected: torch.Tensor) -> list[torch.Tensor]:
+    """A table whose rows are one list ([[0.0] * n] * 3 filled row by row): every row is the last row
+    written (`=`), or the sum of all rows (`+=`)."""
+    return [expected[-1].expand_as(expected), expected.sum(0).expand_as(expected)]
+
+
+def weights_above_one(weights: torch.Tensor):
+    """An estimator naming weights larger than 1, which no softmax gives (each is exp(s_j) over a sum
+    that contains it): a weight typed with a denominator missing its parentheses, say."""
+
+    def estimate(got: torch.Tensor):
+        big = (weights > 1 + ATOL).nonzero().tolist()
+        if not big:
+            return None
+        entries = ", ".join(str(tuple(i)) for i in big[:4])
+        return "weights_above_one", {"entries": entries}
+
+    return estimate
+
+
 def few_entries_off(expected: torch.Tensor, name: str, atol: float):
     """An estimator naming a slip: all entries right but one or two, or a few in one row or column (a
     miscopied number); it says which, never what they should be."""
@@ -246,8 +268,9 @@ def test_weights_rows_sum_to_one(student):
     text = ROWS_TEXT.format(atol=ROW_SUM_ATOL, sums=format_sums(sums), low=float(weights.min()))
     expect.true(bool((weights >= -ATOL).all()), text)
     variants = {name: w.sum(-1) for name, w in WEIGHT_VARIANTS.items()}
+    variants["rows_share_one_list"] = torch.full_like(sums, float(len(sums)))  # each row the sum of all (+=)
     expect.close(sums, torch.ones_like(sums), "WEIGHTS.sum(-1)", rtol=0, atol=ROW_SUM_ATOL,
-                 variants=variants)  # fmt: skip
+                 variants=variants, estimators=[weights_above_one(weights)])  # fmt: skip
 
 
 @check("weights_match_scores")
@@ -281,6 +304,7 @@ def test_weights_match_scores(student, evidence):
         "l2_normalised": torch.exp(scores) / torch.exp(scores).norm(dim=-1, keepdim=True),
         "max_shift_in_numerator_only": torch.exp(scores - scores.amax(-1, keepdim=True))
         / torch.exp(scores).sum(-1, keepdim=True),
+        "rows_share_one_list": one_list_rows(expected),
         "diagonal_masked": torch.softmax(
             scores.masked_fill(torch.eye(*scores.shape, dtype=torch.bool), float("-inf")), -1
         )
@@ -289,7 +313,7 @@ def test_weights_match_scores(student, evidence):
     }
     expect.close(weights, expected, "WEIGHTS vs softmax(SCORES)", rtol=0, atol=ATOL, variants=variants,
                  estimators=[rows_reordered(expected, "WEIGHTS", ATOL), softmax_base(scores),
-                             few_entries_off(expected, "WEIGHTS", ATOL)], reveal=False,
+                             weights_above_one(weights), few_entries_off(expected, "WEIGHTS", ATOL)], reveal=False,
                  hint=SOFTMAX_HINT)  # fmt: skip
 
 
@@ -313,6 +337,7 @@ def test_context_matches_weights(student):
             V.sum(0).expand(weights.shape[0], -1),
         ],
         "context_is_v": V,
+        "rows_share_one_list": one_list_rows(weights @ V),
         "context_averaged": weights @ V / weights.shape[-1],
         "context_plus_v": weights @ V + V,
         "context_plus_q": weights @ V + Q,
@@ -349,8 +374,10 @@ def test_scores_dot_products(student):
         return  # dot products, whatever the scale: `scores_scaled` judges the scales
     factors, off = common_factor(scores)
     if factors is None:  # no common factor of q·kᵀ: another product, or another similarity?
-        other = {"scores_from_values": Q @ V.T, "scores_transposed_product": Q.T @ K}
-        named = next((d for d, raw in other.items() if common_factor(scores, raw)[0] is not None), None)
+        other = {"scores_from_values": [Q @ V.T], "scores_transposed_product": [Q.T @ K],
+                 "scores_features_missing": SHORT_PRODUCTS}  # fmt: skip
+        named = next((d for d, raws in other.items() if any(common_factor(scores, raw)[0] is not None
+                                                            for raw in raws)), None)  # fmt: skip
         cosine = RAW / (Q.norm(dim=-1, keepdim=True) * K.norm(dim=-1)[None, :])
         named = named or ("cosine_scores" if common_factor(scores, cosine)[0] is not None else None)
         shifted = common_factor(centred(scores), centred(RAW))[0] is not None  # each row moved by a constant
@@ -365,7 +392,7 @@ def test_scores_dot_products(student):
 def test_scores_scaled(student):
     scores = answer(student, "SCORES", as_meant=True)
     # the scale is read against the dot products the student meant, or any other product they took
-    products = [RAW, Q @ V.T, Q.T @ K, Q @ Q.T]
+    products = [RAW, Q @ V.T, Q.T @ K, Q @ Q.T, *SHORT_PRODUCTS]
     readings = [found for raw in products if (found := common_factor(scores, raw)[0]) is not None]
     # rows moved by a constant keep their scale: read it where the softmax does, on centred rows
     readings += [

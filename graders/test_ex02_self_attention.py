@@ -26,6 +26,8 @@ SDPA_SHAPES = [((2, 5, 16), (2, 7, 16), (2, 7, 3)), ((3, 2, 4, 16), (3, 2, 6, 16
 # size-1 axes the shapes keep (batch 1, one query): a squeeze(), squeeze(0) or view(-1, …) must not drop them
 SIZE_ONE_SHAPES = [((1, 5, 16), (1, 7, 16), (1, 7, 3)), ((2, 1, 16), (2, 7, 16), (2, 7, 3))]
 LAYER_SIZE_ONE = [(1, 5, 6), (2, 1, 6)]  # (B, L, E) with B = 1, then L = 1
+# a probe with another d_k (9: scale 1/3) after those with d_k = 16: a scale kept from an earlier call shows
+OTHER_DK_SHAPES = ((2, 5, 9), (2, 7, 9), (2, 7, 3))
 HIDDEN_SHAPES = [((4, 9), (6, 9), (6, 2)), ((2, 3, 1, 8), (2, 3, 11, 8), (2, 3, 11, 7))]
 LAYERS = ["query", "key", "value"]
 WIDE_FACTOR = 12.0  # see wide_score_inputs
@@ -37,6 +39,9 @@ BACKWARD_ERRORS = {
     "inplace_on_input": r"leaf Variable that requires grad is being used in an in-place operation",
 }
 KNOWN_ERRORS = {
+    # math.exp / math.sqrt (or a bare exp from `from math import exp`) given a tensor of many values
+    "math_on_tensor": r"(?s)only one element tensors can be converted to Python scalars.*\n[^\n]*"
+    r"(\bmath\.\w+\(|(?<![\w.])(exp|sqrt|log|pow)\()",
     "transpose_fixed_dims": r"(?s)(RuntimeError|IndexError).*\n.*(\.transpose\(1, ?2\)|\.permute\(0, ?2, ?1\))",
     "k_transpose_batched": r"(?s)RuntimeError.*\n.*\b[A-Za-z_]\w*\.T\b",
     "transposed_in_context": r"(?s)RuntimeError.*\n.*(transpose\(-2, ?-1\)|\.mT|\.T\b)\s*@\s*\w*v",
@@ -207,11 +212,17 @@ def expected_layer(state, x):
     return A.attention(q, k, v)
 
 
-def layer_variants(state, x):
-    """(context, weights) of SimpleSelfAttention as common mistakes compute it, keyed by diagnosis."""
+def layer_variants(state, x, before=None):
+    """(context, weights) of SimpleSelfAttention as common mistakes compute it, keyed by diagnosis;
+    `before`: an input the layer was called on first, whose projections a layer that keeps them
+    between calls (a cache of k and v on the module, say) still uses."""
     q, k, v = (A.project(x, state, name) for name in LAYERS)
     right_c, right_w = A.attention(q, k, v)
     out = A.mistakes(q, k, v)
+    if before is not None:
+        q0, k0, v0 = (A.project(before, state, name) for name in LAYERS)
+        out["layer_kept_between_calls"] = [A.attention(q, k0, v0), A.attention(q, k0, v), A.attention(q, k, v0),
+                                           A.attention(q0, k0, v0)]  # fmt: skip
     del out["context_from_keys"]  # in the layer that is V taken from the key layer: named below
     shared = A.project(x, state, "query")
     out["shared_qkv"] = A.attention(shared, shared, shared)
@@ -239,13 +250,27 @@ def layer_variants(state, x):
     return out
 
 
+def over_batch_axis(batch: int, length: int) -> dict[str, tuple[int, int, int]]:
+    """The weights' shape when the attention runs over the batch axis (x transposed to (L, B, E), as
+    if the layer were sequence-first): (L, B, B), where it differs from (B, L, L)."""
+    return {"attention_over_batch_axis": (length, batch, batch)} if batch != length else {}
+
+
 def compare_layer(layer, state, x, own, expected=None, evidence=None):
     """Weights, then context, against `expected` (default: the formula) or the student's own
-    attention (`own`); an output no known mistake explains is localised by the weights."""
+    attention (`own`); an output no known mistake explains is localised by the weights. The layer
+    is called on another input first: its output must be that of the current input all the same."""
+    before = x.flip(1) + 1  # same shape, other values
+    run(layer, before)
     context, weights = run(layer, x)
+    batch, length = x.shape[:2]
+    if isinstance(weights, torch.Tensor) and tuple(weights.shape) in over_batch_axis(batch, length).values():
+        expect.tensor(
+            weights, "weights", (batch, length, length), shape_variants=over_batch_axis(batch, length)
+        )
     expected_c, expected_w = expected if expected is not None else expected_layer(state, x)
     own_c, own_w = own if own is not None else (None, None)
-    variants = expect.once(partial(layer_variants, state, x))
+    variants = expect.once(partial(layer_variants, state, x, before))
     if evidence is not None and isinstance(weights, torch.Tensor) and weights.dim() == 3:
         evidence.heatmap("weights[0]", weights[0].double(), expected_w[0])
     joint_c = context if isinstance(context, torch.Tensor) else None
@@ -330,15 +355,23 @@ def test_sdpa_rows_sum_to_one(student, rng):
 
 @check("sdpa_scaling")
 def test_sdpa_scaling(student, rng, evidence):
-    q, k, v = qkv(rng, SDPA_SHAPES[0])
+    # d_k = 16, then d_k = 9 in the same run: a scale worked out once and kept (a global) shows at the second
+    for shapes, earlier_dk in ((SDPA_SHAPES[0], None), (OTHER_DK_SHAPES, SDPA_SHAPES[0][0][-1])):
+        scale_read_off(student, qkv(rng, shapes), evidence if earlier_dk is None else None, earlier_dk)
+
+
+def scale_read_off(student, probe, evidence, earlier_dk):
+    """Fail unless the weights at `probe` are a softmax of q·kᵀ/√d_k (see `sdpa_scaling`)."""
+    q, k, v = probe
     context, weights = call_sdpa(student, q, k, v)
     expected_c, expected_w = A.attention(q, k, v)
     weights = expect.tensor(weights, "weights", finite=False)
-    if weights.shape == expected_w.shape:
+    if evidence is not None and weights.shape == expected_w.shape:
         evidence.heatmap("weights[0]", weights[0].double(), expected_w[0])
     d_k = q.shape[-1]
     joint = context if isinstance(context, torch.Tensor) else None
-    found = A.recovered_scale(weights, A.scores(q, k, 1.0))
+    # scores of kᵀ made by reshape (charged by the value checks) still show their scale
+    found = A.recovered_scale(weights, [A.scores(q, k, 1.0), reflowed_scores(q, k)])
     if found is None:  # the scale cannot be read off the weights: judge how the outputs move with d_k
         if scales_with_sqrt_dk(student, q, k, v) or scale_unobservable(student, q, k, v):
             return
@@ -353,6 +386,8 @@ def test_sdpa_scaling(student, rng, evidence):
         if formula is not None:
             expect.fail(text, formula)
         named = {"no_scaling": 1.0, "divide_by_dk": 1 / d_k}
+        if earlier_dk is not None:
+            named["scale_kept_between_calls"] = 1 / math.sqrt(earlier_dk)
         diagnosis, params = A.scale_diagnosis(found, 1 / math.sqrt(d_k), "√d_k", named)
         expect.fail(text, diagnosis, **params)
 
@@ -374,26 +409,47 @@ def unexponentiated(q, k, v, first: int = 0) -> list[tuple[torch.Tensor, torch.T
     return out
 
 
-def sdpa_variants(q, k, v) -> dict:
-    """What the known mistakes give at (q, k, v), scores clamped before the softmax included."""
+def reflowed_scores(q, k) -> torch.Tensor:
+    """q times k reshaped (not transposed) to (..., d_k, S), unscaled, in float64: the entries of k
+    regrouped in memory order, so its columns are not the keys.   (..., L, S)"""
+    return q.double() @ k.double().reshape(*k.shape[:-2], k.shape[-1], k.shape[-2])
+
+
+def reflowed(q, k, v, scale: float | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(context, weights) with kᵀ made by reshape/view instead of transpose, scaled by 1/√d_k."""
+    scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
+    weights = torch.softmax(reflowed_scores(q, k) * scale, dim=-1)
+    return weights @ v.double(), weights
+
+
+def sdpa_variants(q, k, v, earlier_dk=None) -> dict:
+    """What the known mistakes give at (q, k, v), scores clamped before the softmax included;
+    `earlier_dk`: the d_k of an earlier call, whose scale a scale kept between calls still uses."""
+    kept = A.attention(q, k, v, scale=1 / math.sqrt(earlier_dk)) if earlier_dk else None
     return {**A.context_variants(q, k, v), "scores_clipped": clipped(q, k, v),
-            "weights_not_exponentiated": unexponentiated(q, k, v)}  # fmt: skip
+            "weights_not_exponentiated": unexponentiated(q, k, v),
+            "keys_reshaped_not_transposed": reflowed(q, k, v), "scale_kept_between_calls": kept}  # fmt: skip
 
 
 def sdpa_weight_variants(q, k, v) -> dict:
     """`sdpa_variants` for a check of the weights, joint with the context."""
-    return {**A.weight_variants(q, k, v), "weights_not_exponentiated": unexponentiated(q, k, v, 1)}
+    return {**A.weight_variants(q, k, v), "weights_not_exponentiated": unexponentiated(q, k, v, 1),
+            "keys_reshaped_not_transposed": A.swapped({"": reflowed(q, k, v)})[""]}  # fmt: skip
 
 
 @check("sdpa_matches_oracle")
 def test_sdpa_matches_oracle(student, rng):
-    probes = [qkv(rng, shapes) for shapes in SDPA_SHAPES] + [wide_score_inputs(rng)]
-    for q, k, v in probes:
+    probes = [qkv(rng, shapes) for shapes in SDPA_SHAPES] + [
+        wide_score_inputs(rng),
+        qkv(rng, OTHER_DK_SHAPES),
+    ]
+    for i, (q, k, v) in enumerate(probes):
         context, weights = call_sdpa(student, q, k, v)
         joint = weights if isinstance(weights, torch.Tensor) else None
         right_w = A.attention(q, k, v)[1]
         where = A.localised(right_w, joint, "sdpa_before_softmax", "sdpa_after_softmax")
-        variants = partial(sdpa_variants, q, k, v)
+        earlier = {probe[0].shape[-1] for probe in probes[:i]} - {q.shape[-1]}  # d_k of earlier calls
+        variants = partial(sdpa_variants, q, k, v, earlier.pop() if len(earlier) == 1 else None)
         expect.close(context, A.attention_oracle(q, k, v), "context", variants=variants,
                      joint=joint, estimators=[A.scale_estimator_via_weights(joint, q, k, v), where,
                                               A.dropped_out(right_w, joint)])  # fmt: skip
@@ -488,7 +544,8 @@ def test_layer_shapes(student, rng):
             layer(x), "SimpleSelfAttention.forward(x)", shapes, ("context", "weights")
         )
         expect.tensor(context, "context", (batch, length, embed), finite=False)
-        expect.tensor(weights, "weights", (batch, length, length), finite=False)
+        expect.tensor(weights, "weights", (batch, length, length), finite=False,
+                      shape_variants=over_batch_axis(batch, length))  # fmt: skip
 
 
 @check("layer_matches_oracle")

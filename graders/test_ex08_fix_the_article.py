@@ -47,6 +47,11 @@ KNOWN_ERRORS = {
     "mm_needs_2d": r"self must be a matrix|mat2 must be a matrix|matrices expected",  # torch.mm on (B, L, d)
     "dtype_changed": r"same dtype, but got (Double|Half|BFloat16) and Float|same dtype, but got Float and (Double|Half|BFloat16)|"
     r"expected scalar type (Float but found (Double|Half|BFloat16)|(Double|Half|BFloat16) but found Float)",
+    # d_k stored as a tuple (self.d_k = d_k, with a trailing comma; a slice of a shape) then rooted or divided
+    "dk_is_tuple": r"must be real number, not (tuple|torch\.Size)|unsupported operand type\(s\) for [^:\n]*: "
+    r"('(tuple|torch\.Size)' and|[^\n]* and '(tuple|torch\.Size)')",
+    # an einsum whose letters pair axes of different sizes (q @ k's pattern 'bld,bdm->blm' for q·kᵀ, say)
+    "einsum_subscripts_mismatch": r"einsum\(\): subscript \w+ has size \d+ for operand \d+ which does not broadcast",
     # the scores' product taken with the input x (d_model features) where the keys k (d_k) belong
     "keys_from_input": r"(?s)(Expected size for first two dimensions of batch2 tensor|mat1 and mat2 shapes cannot be"
     r" multiplied|must match the size of tensor b).*\n[^\n]*(matmul|@|bmm|einsum)[^\n]*\bx\s*\.\s*(transpose|permute|mT\b|T\b)",
@@ -61,6 +66,7 @@ SCALE_MISTAKES = [
     "power_precedence",
     "dk_from_d_model",
     "rounded_root",
+    "dk_shared_between_layers",
 ]
 
 LAYERS_TEXT = Text(
@@ -85,14 +91,27 @@ def as_linear(out: int, inp: int, bias: bool) -> str:
     return f"nn.Linear({inp}, {out})" if bias else f"nn.Linear({inp}, {out}, bias=False)"
 
 
-def student_layer(student, rng, batch, length, d_model, d_k, state=None, x=None, properties=False):
-    """The student's SelfAttention(d_model, d_k) in eval mode with seeded weights (or `state`), and x."""
+def student_layer(student, rng, batch, length, d_model, d_k, state=None, x=None, properties=False, then=None):
+    """The student's SelfAttention(d_model, d_k) in eval mode with seeded weights (or `state`), and x;
+    `then`: the d_k of another layer built right after this one (before this one is used): a layer
+    must keep its own d_k whatever is built after it."""
     layer = student.SelfAttention(d_model, d_k)
+    if then is not None:
+        build_another(student, d_model, then)
     state = A.linear_weights(LAYERS, d_model, d_k, rng) if state is None else state
     x = torch.randn(batch, length, d_model, generator=rng) if x is None else x
     state = expect.load_weights(layer, state, own_if_mismatched=properties)
     layer.eval()
     return layer, state, x
+
+
+def build_another(student, d_model: int, d_k: int) -> None:
+    """Build SelfAttention(d_model, d_k) and drop it (a constructor that refuses these sizes is no
+    matter here: the checks that build it at their own sizes judge that)."""
+    try:
+        student.SelfAttention(d_model, d_k)
+    except StudentCodeError:
+        pass
 
 
 def context_of(layer, x):
@@ -149,12 +168,15 @@ def formula(
     return (weights * scale if scaled_after else weights) @ v.double()  # (B, L, d_k)
 
 
-def variants(x, state, d_k=None) -> dict:
+def variants(x, state, d_k=None, later_dk=None) -> dict:
     """The context each known mistake gives, keyed by diagnosis id (`d_k`: the layer's, where its
-    W_q has another width)."""
+    W_q has another width; `later_dk`: the d_k of a layer built after this one, which a d_k shared by
+    every instance, on the class or in a global, takes)."""
     batch, length, d_model = x.shape
     d_k = state["W_q.weight"].shape[0] if d_k is None else d_k
+    shared = None if later_dk is None else formula(x, state, scale=1 / math.sqrt(later_dk))
     return {
+        "dk_shared_between_layers": shared,
         "scale_uses_batch": formula(x, state, scale=1 / math.sqrt(batch)),  # len(k), k.size(0): B
         "scale_uses_d_model": formula(x, state, scale=1 / math.sqrt(d_model)),
         "scale_uses_seq_len": formula(x, state, scale=1 / math.sqrt(length)),
@@ -293,7 +315,7 @@ def shaped_as_context(got, x, d_k: int, finite: bool = False):
     return expect.tensor(got, "context", expected, finite=finite)
 
 
-def compare(layer, state, x, evidence=None):
+def compare(layer, state, x, evidence=None, later_dk=None):
     got = shaped_as_context(context_of(layer, x), x, state["W_q.weight"].shape[0])
     expected = formula(x, state)
     if evidence is not None and isinstance(got, torch.Tensor) and got.shape == expected.shape:
@@ -302,9 +324,14 @@ def compare(layer, state, x, evidence=None):
         got,
         expected,
         "context",
-        variants=partial(variants, x, state),
+        variants=partial(variants, x, state, later_dk=later_dk),
         estimators=[random_in_eval(layer, x), scale_estimator(x, state)],
     )
+
+
+def last_built_after(configs, i: int) -> int | None:
+    """The d_k of the last layer built after layer i of `configs` (all built before any is used)."""
+    return configs[-1][3] if i < len(configs) - 1 else None
 
 
 def random_in_eval(layer, x):
@@ -391,8 +418,10 @@ def scale_follows_dk(student, rng, config, square_config):
         batch, length, d_model, d_k = square_config
     _, own, x = student_layer(student, rng, batch, length, d_model, d_k, properties=True)
 
-    def context(width, state, model=d_model, inputs=x):
-        layer, _, _ = student_layer(student, rng, batch, length, model, width, state=state, x=inputs)
+    def context(width, state, model=d_model, inputs=x):  # another layer built before this one is used
+        layer, _, _ = student_layer(
+            student, rng, batch, length, model, width, state=state, x=inputs, then=width + 1
+        )
         return expect.tensor(context_of(layer, inputs), "context", finite=False)
 
     for boost in (1, BOOST):  # larger scores where halving small ones shows nothing (rounded scores)
@@ -428,7 +457,7 @@ def scale_follows_dk(student, rng, config, square_config):
     if expect.error_ratio(wide, half_both[..., : wide.shape[-1]], 1e-4, 1e-5) <= 1:
         return
     text = SCALE_TEXT.format(d_k=d_k, wide=WIDER * d_k, err=err)
-    scales = {k: v for k, v in variants(x, state, d_k).items() if k in SCALE_MISTAKES}
+    scales = {k: v for k, v in variants(x, state, d_k, later_dk=d_k + 1).items() if k in SCALE_MISTAKES}
     diagnosis = expect.find_variant(plain, scales, 1e-4, 1e-5)
     if diagnosis is None and bool(torch.isfinite(plain).all()):
         found = scale_estimator(x, state, d_k)(plain)
@@ -439,15 +468,17 @@ def scale_follows_dk(student, rng, config, square_config):
 
 @check("fix_matches_formula")
 def test_fix_matches_formula(student, rng, evidence):
-    for i, (batch, length, d_model, d_k) in enumerate(CONFIGS):
-        layer, state, x = student_layer(student, rng, batch, length, d_model, d_k)
-        compare(layer, state, x, evidence if i == 0 else None)
+    # every layer built before any is used: each must keep its own d_k whatever is built after it
+    built = [student_layer(student, rng, *config) for config in CONFIGS]
+    for i, (layer, state, x) in enumerate(built):
+        compare(layer, state, x, evidence if i == 0 else None, later_dk=last_built_after(CONFIGS, i))
 
 
 @check("fix_matches_reference")
 def test_fix_matches_reference(student, reference, rng):
-    for batch, length, d_model, d_k in HIDDEN_CONFIGS:
-        layer, state, x = student_layer(student, rng, batch, length, d_model, d_k)
+    built = [student_layer(student, rng, *config) for config in HIDDEN_CONFIGS]  # all before any is used
+    for i, (layer, state, x) in enumerate(built):
+        d_model, d_k = HIDDEN_CONFIGS[i][2:]
         trusted = reference.SelfAttention(d_model, d_k).double().eval()
         trusted.load_state_dict({k: v.double() for k, v in state.items()})
         with torch.no_grad():
@@ -457,6 +488,6 @@ def test_fix_matches_reference(student, reference, rng):
             got,
             expected,
             "context",
-            variants=partial(variants, x, state),
+            variants=partial(variants, x, state, later_dk=last_built_after(HIDDEN_CONFIGS, i)),
             estimators=[random_in_eval(layer, x), scale_estimator(x, state)],
         )

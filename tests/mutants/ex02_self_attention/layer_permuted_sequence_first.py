@@ -1,0 +1,34 @@
+"""Mutant: x permuted to (L, B, E) before the projections, as for a sequence-first layer"""
+
+import math
+
+import torch
+import torch.nn as nn
+
+
+def scaled_dot_product_attention(q, k, v):
+    """softmax(q kᵀ / √d_k) v over the last two dimensions; returns (context, weights)."""
+    d_k = q.shape[-1]
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., L, S)
+    weights = torch.softmax(scores, dim=-1)  # (..., L, S), each row sums to 1
+    context = weights @ v  # (..., L, d_v)
+    return context, weights
+
+
+class SimpleSelfAttention(nn.Module):
+    """Self-attention with one head: Q, K and V are linear maps of the same input."""
+
+    def __init__(self, embed_dim):
+        super().__init__()
+        self.embed_dim = embed_dim
+        self.query = nn.Linear(embed_dim, embed_dim)
+        self.key = nn.Linear(embed_dim, embed_dim)
+        self.value = nn.Linear(embed_dim, embed_dim)
+
+    def forward(self, x):
+        # x: (B, L, E)
+        # attention runs over the sequence, which torch keeps first: (L, B, E)
+        x = x.permute(1, 0, 2)  # (L, B, E), as nn.MultiheadAttention takes it by default
+        q, k, v = self.query(x), self.key(x), self.value(x)
+        context, weights = scaled_dot_product_attention(q, k, v)
+        return context.permute(1, 0, 2), weights
