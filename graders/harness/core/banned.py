@@ -36,6 +36,8 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import functools
+import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -113,7 +115,13 @@ def last_names(banned: Sequence[str]) -> list[str]:
 
 
 def _matches(identifier: str, patterns: list[str]) -> bool:
-    return any(fnmatch.fnmatchcase(identifier, p) for p in patterns)
+    return _pattern(tuple(patterns)).match(identifier) is not None
+
+
+@functools.lru_cache(maxsize=64)
+def _pattern(patterns: tuple[str, ...]) -> re.Pattern:
+    """One regex for `fnmatchcase` against any of `patterns` (each name is tested against all)."""
+    return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns) or "(?!)")
 
 
 def _main_block_nodes(tree: ast.Module) -> set[int]:
@@ -170,7 +178,7 @@ class _Scan:
         self.patterns = patterns
         self.skip = _main_block_nodes(tree)
         self.own_nodes = _own_nodes(tree)
-        nodes = list(ast.walk(tree))
+        self.nodes = nodes = list(ast.walk(tree))  # every node, walked once (`static_findings` visits these)
         defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
         self.defined = {n.name for n in nodes if isinstance(n, defs)} | {
             n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
@@ -187,15 +195,15 @@ class _Scan:
             )
             if isinstance(a, ast.Constant) and isinstance(a.value, str)
         }  # fmt: skip
-        self.torch_names = self._torch_names(tree)
+        self.torch_names = self._torch_names(nodes)
         self.called = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
         self.found: list[Finding] = []
 
     @staticmethod
-    def _torch_names(tree: ast.Module) -> set[str]:
+    def _torch_names(nodes: list[ast.AST]) -> set[str]:
         """Names bound to a torch or numpy namespace: imports, and assignments from such names."""
         names: set[str] = set()
-        for node in ast.walk(tree):
+        for node in nodes:
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.name.split(".")[0] in NAMESPACE_ROOTS:
@@ -203,7 +211,7 @@ class _Scan:
             elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in NAMESPACE_ROOTS:
                 names |= {alias.asname or alias.name for alias in node.names}
         for _ in range(3):  # aliases of aliases
-            for node in ast.walk(tree):
+            for node in nodes:
                 if isinstance(node, ast.Assign) and _root(node.value) in names:
                     names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
         return names
@@ -375,7 +383,7 @@ def static_findings(data: bytes, banned: Sequence[str]) -> list[Finding]:
     except (RecursionError, MemoryError):  # what cannot be read cannot be judged built by hand
         return [Finding("unreadable", "nested past the parser's limits", 1)]
     scan = _Scan(tree, last_names(banned))
-    for node in ast.walk(tree):
+    for node in scan.nodes:
         scan.visit(node)
     order = {"banned": 0, "dynamic": 1, "indirect": 2, "tripwire": 3, "unreadable": 4}
     return sorted(set(scan.found), key=lambda f: (f.line, order[f.kind], f.what))
