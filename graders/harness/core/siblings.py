@@ -16,6 +16,7 @@ the file it would need; a name is never a path, so `..` or `/` cannot reach out 
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import re
 from collections.abc import Iterable
@@ -29,20 +30,22 @@ NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 MAX_SIBLINGS = 32  # files one exercise may pull in, its own imports' imports included
 
 
-def imported_names(source: bytes) -> list[str]:
+@functools.lru_cache(maxsize=256)
+def imported_names(source: bytes) -> tuple[str, ...]:
     """The first component of every level-0 import in `source`, in order (none if it does not parse:
-    the worker reports the syntax error)."""
+    the worker reports the syntax error). Remembered per source: a grade asks it of one file for
+    each module made from it (`derive`, `with_siblings`), validate for every seed."""
     try:
         tree = ast.parse(read_source(source))
     except (SyntaxError, ValueError, RecursionError, MemoryError):  # nested past the parser's limits
-        return []
+        return ()
     names: list[str] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names += [alias.name.partition(".")[0] for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names.append(node.module.partition(".")[0])
-    return list(dict.fromkeys(names))
+    return tuple(dict.fromkeys(names))
 
 
 def is_sibling_name(name: str, allowed: Iterable[str]) -> bool:
