@@ -30,7 +30,7 @@ NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 MAX_SIBLINGS = 32  # files one exercise may pull in, its own imports' imports included
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=32)  # at most 32 files of MAX_SOURCE_BYTES kept: 32 MiB at worst
 def imported_names(source: bytes) -> tuple[str, ...]:
     """The first component of every level-0 import in `source`, in order (none if it does not parse:
     the worker reports the syntax error). Remembered per source: a grade asks it of one file for
