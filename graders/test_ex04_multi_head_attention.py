@@ -36,6 +36,8 @@ KNOWN_ERRORS = {
     # the grader's (E, E) weights loaded into a query, key or value of another width
     "projection_width_wrong": r"size mismatch for (query|key|value)\.weight: copying a param with shape",
     "split_view_invalid": r"shape '\[\d+, \d+, \d+, -?\d+\]' is invalid for input of size \d+",
+    # a split view(B, -1, H, 0): the head size an integer division by H of a number smaller than H
+    "head_size_zero": r"shape '\[\d+, -1, \d+, 0\]' is invalid for input of size \d+",
 }
 LARGE_SCORE = 1000.0  # the largest scaled score of the large-score check: exp() overflows even in float64
 
