@@ -36,6 +36,8 @@ KNOWN_ERRORS = {
     # the grader's (E, E) weights loaded into a query, key or value of another width
     "projection_width_wrong": r"size mismatch for (query|key|value)\.weight: copying a param with shape",
     "split_view_invalid": r"shape '\[\d+, \d+, \d+, -?\d+\]' is invalid for input of size \d+",
+    # a split view(B, -1, H, 0): the head size an integer division by H of a number smaller than H
+    "head_size_zero": r"shape '\[\d+, -1, \d+, 0\]' is invalid for input of size \d+",
 }
 LARGE_SCORE = 1000.0  # the largest scaled score of the large-score check: exp() overflows even in float64
 
@@ -63,12 +65,47 @@ def unreadable_layouts(batch: int, length: int, embed: int, heads: int) -> dict[
     """Shapes of the weights that no reading turns into every head's weights: heads split along the
     wrong axes (attention then runs over something other than the tokens), or one batch element's."""
     head_dim = embed // heads
+    # the head size computed from the sequence length, t.size(1) // H: view(B, -1, H, L // H) reflows
+    # tokens and features into heads of L // H features each
+    from_length = length // heads
+    reflowed = {}
+    if from_length >= 1 and from_length != head_dim and length * embed % (heads * from_length) == 0:
+        rows = length * embed // (heads * from_length)
+        reflowed = {"head_size_from_length": (batch, heads, rows, rows)}
     return {
+        **reflowed,
         "split_dims_swapped": (batch, head_dim, length, length),
         "heads_not_moved": (batch, length, heads, heads),
         "split_transposed_wrong_axes": (batch, length, head_dim, head_dim),
         **({"weights_of_first_element": (heads, length, length)} if batch > 1 else {}),
     }
+
+
+def reflowed_readings(x, state, shape) -> list[torch.Tensor]:
+    """Unscaled scores for weights of `shape` (B, n, R, R) in another layout than (B, H, L, L): the
+    projections (B, L, E) reflowed row-major into n heads of R rows, view(B, R, n, d).transpose(1, 2)
+    and view(B, n, R, d) with d = L·E / (n·R), whatever the split (torch.split into pieces of H
+    features, a head size read off the wrong axis). The scale such a layer used can be read against
+    them: `mha_scaling` judges the scale, `mha_shapes` the layout."""
+    batch, length, embed = x.shape
+    if (
+        len(shape) != 4
+        or shape[0] != batch
+        or shape[-1] != shape[-2]
+        or length * embed % (shape[1] * shape[2])
+    ):
+        return []
+    heads, rows = shape[1], shape[2]
+    width = length * embed // (heads * rows)
+    q, k = (A.project(x, state, name) for name in ("query", "key"))
+    out = []
+    for moved in (True, False):
+        if moved:
+            qh, kh = (t.reshape(batch, rows, heads, width).transpose(1, 2) for t in (q, k))
+        else:
+            qh, kh = (t.reshape(batch, heads, rows, width) for t in (q, k))
+        out.append(A.scores(qh, kh, 1.0))
+    return out
 
 
 def name_unreadable_layout(weights: torch.Tensor | None, expected: tuple[int, ...], x, heads: int) -> None:
@@ -99,7 +136,11 @@ def run(layer, x, name="SimpleMultiHeadAttention.forward(x)", *, heads):
     )
     if isinstance(weights, torch.Tensor) and tuple(weights.shape) == (batch * heads, length, length):
         weights = weights.reshape(batch, heads, length, length)  # heads left folded into the batch
-    if isinstance(weights, torch.Tensor) and batch != heads and tuple(weights.shape) == (heads, batch, length, length):
+    if (
+        isinstance(weights, torch.Tensor)
+        and batch != heads
+        and tuple(weights.shape) == (heads, batch, length, length)
+    ):
         weights = weights.transpose(0, 1)  # the heads stacked in front of the batch
     return output, weights
 
@@ -229,7 +270,9 @@ def test_mha_shapes(student, rng):
         layouts = {"weights_averaged": (batch, length, length),
                    "heads_folded_into_batch": (batch * heads, length, length),
                    "sequence_first": (length, heads, batch, batch), **unreadable_layouts(batch, length, embed, heads)}  # fmt: skip
-        expect.tensor(weights, "weights", (batch, heads, length, length), finite=False, shape_variants=layouts)
+        expect.tensor(
+            weights, "weights", (batch, heads, length, length), finite=False, shape_variants=layouts
+        )
         expect.tensor(output, "output", (batch, length, embed), finite=False)
 
 
@@ -262,6 +305,8 @@ def test_mha_scaling(student, rng, evidence):
     head_dim = embed // heads
     joint = output if isinstance(output, torch.Tensor) else None
     found = A.recovered_scale(weights, M.score_readings(x, state, heads))
+    if found is None and weights.shape != expected.shape:  # another layout: its scale, read in that layout
+        found = A.recovered_scale(weights, reflowed_readings(x, state, tuple(weights.shape)))
     if found is None:  # the scale cannot be read off the weights: judge how they move with d_k
         if scales_with_sqrt_head_dim(student, rng, state, x, heads):
             return

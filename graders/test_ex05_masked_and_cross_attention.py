@@ -41,6 +41,10 @@ KNOWN_ERRORS = {
     r"|\(operator\.invert\) is only implemented on integer and Boolean-type tensors",
     # autograd's error for a tensor backward needs (the softmax's output, say) written over in place
     "inplace_breaks_backward": r"modified by an inplace operation",
+    # a mask that reached masked_fill or where as one Python bool (`mask is False`), not a bool tensor
+    "mask_compared_as_object": r"masked_fill_?\(\) received an invalid combination of arguments - got \(bool,"
+    r"|where\(\) received an invalid combination of arguments - got \(bool,"
+    r"|argument 'condition' \(position 1\) must be Tensor, not bool",
 }
 CORRECT_MASKED = inspect.getsource(K.masked_attention)
 
@@ -88,10 +92,37 @@ def call_masked(student, q, k, v, mask):
     return expect.pair_as_meant(got, ATTEND, ((*lead, v.shape[-1]), (*lead, k.shape[-2])))
 
 
+def variants(q, k, v, mask) -> dict:
+    """`K.variants`, and two mistakes of the rule itself: the weights multiplied by the COUNT of allowed
+    keys (mask.sum(-1) where mask.any(-1) is meant), and the first or the last key made allowed for every
+    query (mask[..., 0] = True, written to keep rows from being empty)."""
+    out = K.variants(q, k, v, mask)
+    if mask is None:
+        return out
+    right = K.attention(q, k, v, mask)
+    context, weights = right
+    count = torch.broadcast_to(mask, weights.shape).sum(dim=-1, keepdim=True).double()
+    forced = []
+    for key in (0, -1):
+        opened = torch.broadcast_to(mask, weights.shape).clone()
+        opened[..., key] = True
+        forced.append(K.attention(q, k, v, opened))
+    candidates = {
+        "weights_times_count": ((weights * count) @ v.double(), weights * count),
+        "key_forced_allowed": forced,
+    }
+    for diagnosis, pair in candidates.items():
+        pairs = pair if isinstance(pair, list) else [pair]
+        pairs = [one for one in pairs if not all(torch.equal(a, b) for a, b in zip(one, right, strict=True))]
+        if pairs:
+            out[diagnosis] = pairs
+    return out
+
+
 def compare_masked(student, q, k, v, mask, evidence=None):
     context, weights = call_masked(student, q, k, v, mask)
     expected_c, expected_w = K.attention(q, k, v, mask)
-    pairs = expect.once(partial(K.variants, q, k, v, mask))
+    pairs = expect.once(partial(variants, q, k, v, mask))
     if evidence is not None and isinstance(weights, torch.Tensor) and weights.shape == expected_w.shape:
         evidence.heatmap("weights[0]", weights[0].double(), expected_w[0])
     joint_c = context if isinstance(context, torch.Tensor) else None
@@ -221,6 +252,24 @@ def call_with_mask(layer, x, memory, mask):
         raise
 
 
+def memory_read_sequence_first(layer, x, memory, mask):
+    """layer(x, memory[, mask]); a shape error there that goes away when the memory is handed over
+    sequence first, (S, B, E), is a layer that transposes the memory it is given (it reads
+    CrossAttention's batch-first memory as sequence-first): named `memory_transposed`."""
+    try:
+        return layer(x, memory) if mask is None else call_with_mask(layer, x, memory, mask)
+    except StudentCodeError as exc:
+        shape = exc.matching({"shape": COMMON_ERRORS["shapes_do_not_fit"]})
+        if exc.diagnosis is None and shape and memory.shape[0] != memory.shape[1]:
+            turned = memory.transpose(0, 1).contiguous()  # (S, B, E)
+            try:
+                layer(x, turned) if mask is None else layer(x, turned, mask)
+            except StudentFault:
+                raise exc from None
+            exc.diagnosis = "memory_transposed"
+        raise
+
+
 def sources_differ(length: int, keys: int):
     """Name the shape errors of keys and values (or mask) taken from different sequences, when L ≠ S:
     scores with one column per decoder position met by a memory mask (.., S) or by values of S rows,
@@ -241,7 +290,7 @@ def run(layer, x, memory, mask, heads):
     """(output, weights) of the layer, read as meant (`cross_shapes` charges the order)."""
     batch, length, embed = x.shape
     with sources_differ(length, memory.shape[1]):
-        got = layer(x, memory) if mask is None else call_with_mask(layer, x, memory, mask)
+        got = memory_read_sequence_first(layer, x, memory, mask)
     return expect.pair_as_meant(got, "CrossAttention.forward(x, memory, memory_mask)",
                                 ((batch, length, embed), (batch, heads, length, memory.shape[1])))  # fmt: skip
 
@@ -374,8 +423,17 @@ def cut_on_one_axis(got, length: int) -> bool:
 
 @check("mask_causal")
 def test_mask_causal(student):
+    asked = []
     for length in (4, 7, 1):  # 1 last: its one cell cannot tell an inverted mask from tril(-1)
         got = student.causal_mask(length)
+        asked.append(length)
+        # the mask of a length asked earlier, given back for this one: a mask kept from an earlier call
+        earlier = [n for n in asked[:-1] if isinstance(got, torch.Tensor) and tuple(got.shape) == (n, n)
+                   and got.dtype == torch.bool and torch.equal(got, K.causal(n))]  # fmt: skip
+        if earlier:
+            shape = tuple(got.shape)
+            expect.fail(CAUSAL_TYPE_TEXT.format(length=length, got=shape), "causal_mask_cached",
+                        length=length, earlier=earlier[0])  # fmt: skip
         if isinstance(got, torch.Tensor) and got.dim() > 2 and tuple(got.squeeze().shape) == (length, length):
             shape, name = tuple(got.shape), f"causal_mask({length})"
             expect.fail(CAUSAL_TYPE_TEXT.format(length=length, got=shape), "extra_axis", name=name, got=shape,
@@ -531,7 +589,7 @@ def test_masked_fully_masked_row(student, rng):
     weights = expect.tensor(weights, "weights", (*q.shape[:-1], k.shape[-2]), finite=False)
     context = expect.tensor(context, "context", (*q.shape[:-1], v.shape[-1]), finite=False)
     pairs = {d: A.each(p, lambda pair: (pair[1][..., :1, :], rest(pair[1], pair[0])))
-             for d, p in K.variants(q, k, v, mask).items()}  # fmt: skip
+             for d, p in variants(q, k, v, mask).items()}  # fmt: skip
     for got, what in ((weights, "weights"), (context, "context")):
         row = got[..., :1, :]
         if not bool(torch.isfinite(row).all()) or float(row.abs().max()) > 1e-6:
@@ -581,7 +639,7 @@ def test_cross_shapes(student, rng):
         )
         shapes = ((batch, length, embed), (batch, heads, length, keys))
         with sources_differ(x.shape[1], memory.shape[1]):
-            got = layer(x, memory)
+            got = memory_read_sequence_first(layer, x, memory, None)
         output, weights = expect.pair_in_order(got, "CrossAttention.forward(x, memory)",
                                                shapes, ("output", "weights"))  # fmt: skip
         expect.tensor(weights, "weights", (batch, heads, length, keys), finite=False,
@@ -604,6 +662,28 @@ def test_cross_matches_oracle(student, rng, evidence):
             compare_cross(student, layer, state, x, memory, memory_mask, heads, expected, shown)
 
 
+def forces_a_key(student) -> str | None:
+    """ "key_forced_allowed" when the student's masked_attention, on a mask of its own that hides the
+    first and the last key from every query, gives the weights of that mask with the first or the
+    last key opened for every query (the rule CrossAttention then runs on: the key at a position,
+    not the mask, decides); else None."""
+    own = torch.Generator().manual_seed(0)  # inputs of its own: the check's draws stay as they were
+    q, k, v = qkv(own, MASKED_SHAPES[0])
+    mask = K.random_mask(own, (*q.shape[:-1], k.shape[-2]))
+    mask[..., 1] = True  # every row keeps a key once the ends are hidden
+    mask[..., 0] = mask[..., -1] = False
+    try:
+        _, weights = call_masked(student, q, k, v, mask)
+    except (StudentFault, TypeError, ValueError):
+        return None
+    forced = variants(q, k, v, mask).get("key_forced_allowed", [])
+    if isinstance(weights, torch.Tensor) and any(
+        w.shape == weights.shape and expect.error_ratio(weights, w, 1e-4, 1e-5) <= 1 for _, w in forced
+    ):
+        return "key_forced_allowed"
+    return None
+
+
 @check("cross_memory_permutation")
 def test_cross_memory_permutation(student, rng):
     batch, length, keys, embed, heads = CROSS_CONFIGS[0]
@@ -611,15 +691,16 @@ def test_cross_memory_permutation(student, rng):
         student, rng, batch, length, keys, embed, heads, properties=True
     )
     order = torch.randperm(keys, generator=rng)
+    # the last key, padded in every sequence but the first, comes first: a padded key at position 0
+    order = torch.cat([order[order == keys - 1], order[order != keys - 1]])
     base = expect.tensor(run(layer, x, memory, mask, heads)[0], "output", finite=False)
     permuted = expect.tensor(run(layer, x, memory[:, order], mask[:, order], heads)[0], "output",
                              tuple(base.shape), finite=False)  # fmt: skip
     expect.responds(base, expect.tensor(run(layer, x.flip(1) + 1, memory + 1, mask, heads)[0], "output",
                                         finite=False), "output")  # fmt: skip
     err = expect.largest_difference(base, permuted)
-    expect.true(
-        err <= 1e-5 * max(1.0, float(base.abs().nan_to_num(0.0).max())), PERMUTED_TEXT.format(err=err)
-    )
+    if err > 1e-5 * max(1.0, float(base.abs().nan_to_num(0.0).max())):
+        expect.fail(PERMUTED_TEXT.format(err=err), forces_a_key(cross_module(student, rng)))
 
 
 @check("cross_padding_ignored")
@@ -635,7 +716,8 @@ def test_cross_padding_ignored(student, rng):
     expect.responds(base, expect.tensor(run(layer, x.flip(1) + 1, memory + 1, mask, heads)[0], "output",
                                         finite=False), "output")  # fmt: skip
     err = expect.largest_difference(base, moved)
-    expect.true(err <= 1e-5 * max(1.0, float(base.abs().nan_to_num(0.0).max())), PADDING_TEXT.format(err=err))
+    if err > 1e-5 * max(1.0, float(base.abs().nan_to_num(0.0).max())):
+        expect.fail(PADDING_TEXT.format(err=err), forces_a_key(cross_module(student, rng)))
 
 
 @check("no_builtin_attention")
@@ -671,7 +753,7 @@ def test_matches_reference(student, reference, rng):
             mask[..., 1, 0] = True
         context, weights = call_masked(student, q, k, v, mask)
         expected_c, expected_w = reference.masked_attention(q.double(), k.double(), v.double(), mask)
-        pairs = expect.once(partial(K.variants, q, k, v, mask))
+        pairs = expect.once(partial(variants, q, k, v, mask))
         expect.close(weights, expected_w, "weights", variants=A.swapped(pairs), joint=context)
         expect.close(context, expected_c, "context", variants=pairs, joint=weights)
     for batch, length, keys, embed, heads in HIDDEN_CROSS:

@@ -19,7 +19,8 @@ from graders import attention as A
 from graders import chunked as C
 from graders.harness import Text, check
 from graders.harness.core import expect
-from graders.harness.core.errors import StudentCodeError
+from graders.harness.core.diagnoses import COMMON_ERRORS
+from graders.harness.core.errors import CheckFailed, StudentCodeError, StudentFault
 
 # (q, k, v) shapes and a chunk size that divides S: leading batch dims, L ≠ S, d_k ≠ d_v
 CONFIGS = [(((2, 5, 16), (2, 12, 16), (2, 12, 3)), 4), (((3, 2, 4, 8), (3, 2, 9, 8), (3, 2, 9, 5)), 3)]
@@ -113,12 +114,36 @@ def chunk_errors(q, v, chunk) -> dict[str, str]:
     return known
 
 
+def call(student, q, k, v, chunk):
+    """chunked_attention(q, k, v, chunk), the shape errors of known slips named (`lost_axis`). A shape
+    error no pattern names, which goes away when v is given d_k features like q and k, is a running
+    state built with q's shape where v's width d_v is due: `state_shaped_like_q`."""
+    try:
+        with lost_axis(q, v, chunk):
+            return student.chunked_attention(q, k, v, chunk)
+    except StudentCodeError as exc:
+        d_k, d_v = q.shape[-1], v.shape[-1]
+        if (
+            exc.diagnosis is None
+            and d_k != d_v
+            and exc.matching({"shape": COMMON_ERRORS["shapes_do_not_fit"]})
+        ):
+            wide = (
+                v[..., :d_k] if d_v > d_k else torch.cat([v, v[..., :1].expand(*v.shape[:-1], d_k - d_v)], -1)
+            )
+            try:
+                student.chunked_attention(q, k, wide.contiguous(), chunk)
+            except StudentFault:
+                raise exc from None
+            exc.diagnosis = "state_shaped_like_q"
+        raise
+
+
 def context(student, q, k, v, chunk):
     """The student's context, as a tensor of the right shape (finite or not). A tuple whose first
     item is a tensor of the context's shape ((context, lse), as FlashAttention returns) is read as
     meant: its first item is the context; chunked_shapes alone charges the return type."""
-    with lost_axis(q, v, chunk):
-        got = student.chunked_attention(q, k, v, chunk)
+    got = call(student, q, k, v, chunk)
     shape = (*q.shape[:-1], v.shape[-1])
     return expect.tensor(as_meant(got, shape), "context", shape, finite=False)
 
@@ -137,16 +162,88 @@ def context_first(got, shape) -> bool:
     )
 
 
+HALF_TYPES = (torch.float16, torch.bfloat16)
+
+
+def low_precision_numerator(q, k, v, chunk, half, twice: bool) -> torch.Tensor:
+    """The context when the running numerator is kept in `half`: updated in place, each step
+    computed in float32 as the inputs are and rounded to `half`, after the rescale and after the
+    addition (`twice`: acc.mul_(correction).add_(p @ v_chunk)) or once (acc.copy_(acc * correction
+    + p @ v_chunk)); the maximum and the denominator stay in float32."""
+    q, k, v = q.float(), k.float(), v.float()
+    scale = 1 / q.shape[-1] ** 0.5
+    m = torch.full((*q.shape[:-1], 1), float("-inf"))
+    l = torch.zeros_like(m)  # noqa: E741
+    acc = torch.zeros((*q.shape[:-1], v.shape[-1]), dtype=half)
+    for start in range(0, k.shape[-2], chunk):
+        scores = q @ k[..., start : start + chunk, :].transpose(-2, -1) * scale
+        m_new = torch.maximum(m, scores.amax(dim=-1, keepdim=True))
+        correction, p = torch.exp(m - m_new), torch.exp(scores - m_new)
+        l = l * correction + p.sum(dim=-1, keepdim=True)  # noqa: E741
+        rescaled = acc.float() * correction
+        rescaled = rescaled.to(half).float() if twice else rescaled
+        acc = (rescaled + p @ v[..., start : start + chunk, :]).to(half)
+        m = m_new
+    return (acc / l).double()
+
+
+def variants(q, k, v, chunk) -> dict:
+    """`C.variants`, the running numerator kept in half precision, and each chunk's slice taking one
+    key more, start : start + chunk_size + 1 (an inclusive end): the first key of every next chunk
+    counted twice."""
+    out = C.variants(q, k, v, chunk)
+    out["accumulator_low_precision"] = [
+        low_precision_numerator(q, k, v, chunk, half, twice) for half in HALF_TYPES for twice in (True, False)
+    ]
+    wide = C.online(q, k, v, chunk, chunk_end=1)
+    if not C._same(wide, C.online(q, k, v, chunk)) and bool(torch.isfinite(wide).any()):
+        out["chunk_end_overlaps"] = wide
+    return out
+
+
+def nan_alike(got, own) -> bool:
+    """Whether `got` and `own` are tensors of one shape with no finite value, NaN in the same places."""
+    return (
+        isinstance(got, torch.Tensor) and isinstance(own, torch.Tensor) and got.shape == own.shape
+        and got.numel() > 0 and not bool(torch.isfinite(got).any()) and not bool(torch.isfinite(own).any())
+        and bool((torch.isnan(got) == torch.isnan(own)).all())
+    )  # fmt: skip
+
+
 def compare(got, q, k, v, chunk, readings=(), name="context"):
     """`got` against the formula (or a reading of the student's own), naming the mistakes of
-    graders/chunked.py at this chunk size."""
-    expect.close(
-        got,
-        A.attention(q, k, v)[0],
-        name,
-        readings=list(readings),
-        variants=partial(C.variants, q, k, v, chunk),
-    )
+    graders/chunked.py at this chunk size. Judged against the student's own result (`readings`), a
+    result with no finite value, NaN where the own one is NaN, is that result: the chunk size
+    changed nothing (the value checks charge the NaN)."""
+    if any(nan_alike(got, own) for own in readings):
+        return
+    try:
+        expect.close(
+            got,
+            A.attention(q, k, v)[0],
+            name,
+            readings=list(readings),
+            variants=partial(variants, q, k, v, chunk),
+        )
+    except CheckFailed as exc:
+        # NaN in every entry on ordinary scores (no known mistake gives that but a broken update)
+        if (
+            exc.diagnosis is None
+            and isinstance(got, torch.Tensor)
+            and got.numel()
+            and bool(got.isnan().all())
+        ):
+            exc.diagnosis = "nan_everywhere"
+        raise
+
+
+def answers(first, second) -> None:
+    """Two outputs for different inputs are an answer (`expect.responds`); so are two outputs with no
+    finite value (NaN from a slip in the loop, say): such code runs and answers, and the value checks
+    charge its values, not the checks of how it runs."""
+    if nan_alike(first, second):
+        return
+    expect.responds(first, second, "context")
 
 
 BAD_CHUNK_TEXT = Text(
@@ -173,8 +270,7 @@ BY_HAND = expect.by_hand_rule(Text(zh="自己实现分块注意力", en="build c
 def test_chunked_shapes(student, rng):
     for shapes, chunk in CONFIGS:
         q, k, v = qkv(rng, shapes)
-        with lost_axis(q, v, chunk):
-            got = student.chunked_attention(q, k, v, chunk)
+        got = call(student, q, k, v, chunk)
         shape = (*q.shape[:-1], v.shape[-1])
         if context_first(got, shape):  # the context and more: the one check that charges the return type
             text = EXTRA_OUTPUTS_TEXT.format(kind=type(got).__name__, count=len(got), shape=shape)
@@ -314,7 +410,7 @@ def test_chunked_no_builtin_attention(student, built_by_hand, rng):
     (shapes, chunk) = CONFIGS[1]  # the point needs a function that runs, whatever it computes
     q, k, v = qkv(rng, shapes)
     got = context(student, q, k, v, chunk)
-    expect.responds(got, context(student, q, k, v.flip(-2) + 1, chunk), "context")
+    answers(got, context(student, q, k, v.flip(-2) + 1, chunk))
     expect.not_by_hand(built_by_hand.tripwire(), BY_HAND)  # what ran: the static check cannot see everything
 
 
@@ -324,7 +420,7 @@ def test_chunked_matches_reference(student, reference, rng):
         q, k, v = qkv(rng, shapes)
         expected = reference.chunked_attention(q.double(), k.double(), v.double(), chunk)
         got = context(student, q, k, v, chunk)
-        expect.close(got, expected, "context", variants=partial(C.variants, q, k, v, chunk))
+        expect.close(got, expected, "context", variants=partial(variants, q, k, v, chunk))
 
 
 # Last: the one call at full size. Code too slow for it (a loop over every key, say) times out here,
@@ -348,7 +444,7 @@ def test_chunked_peak_memory(student, rng):
         with lost_axis(q, v, MEMORY_CHUNK):
             got = student.chunked_attention(q, k, v_other, MEMORY_CHUNK)
     second = expect.tensor(as_meant(got, shape), "context", shape, finite=False)
-    expect.responds(first, second, "context")
+    answers(first, second)
     used, bound, matrix = (round(n / MIB, 1) for n in (peak.growth, MEMORY_BOUND, MATRIX_BYTES))
     text = MEMORY_TEXT.format(size=MEMORY_SIZE, dim=MEMORY_DIM, chunk=MEMORY_CHUNK, used=used, bound=bound,
                               matrix=matrix, source=peak.source)  # fmt: skip
