@@ -81,6 +81,35 @@ def test_a_sibling_with_a_syntax_error_is_named(grade_files):
     assert all("attention_utils.py" in c.message and "syntax" in c.message for c in ex2.checks)
 
 
+BULK = "def _unused(x):\n" + "    x.a.b.c.d = x.a[0].b(1).c + x.d.e(2)[3].f\n" * 4000  # ~170 KiB, never run
+
+
+def test_more_code_than_one_exercise_may_have_is_refused_before_it_is_scanned(grade_files):
+    """hostile11 d1: six helpers just under the per-file cap, imported by an honest ex04, held the
+    grader's CPU for minutes in the built-by-hand scan (outside every time budget). What an
+    exercise's file and its own imports hold together is capped, and a submission past it is told
+    which file and how much."""
+    helpers = {f"bulk{i}.py": BULK for i in range(4)}
+    ex4 = "".join(f"import bulk{i}  # noqa\n" for i in range(4)) + EX4_REF
+    report = grade_files({f"{EX4}.py": ex4, **helpers}, exercises=[EX4])
+    ex = by_id(report)[EX4]
+    assert ex.score == 0
+    assert all(f"{EX4}.py" in c.message and "KiB" in c.message for c in ex.checks), messages(ex)
+    fits = grade_files({f"{EX4}.py": "import bulk0  # noqa\n" + EX4_REF, "bulk0.py": BULK}, exercises=[EX4])
+    assert by_id(fits)[EX4].score == by_id(fits)[EX4].max_score  # one helper of that size is fine
+
+
+def test_the_cap_on_an_exercises_code_counts_its_own_file_too(tmp_path):
+    from graders.harness.core.errors import SubmissionFileError
+    from graders.harness.core.siblings import MAX_TOTAL_BYTES
+
+    big = ("# padding\n" * (MAX_TOTAL_BYTES // 10 + 1)).encode()
+    with pytest.raises(SubmissionFileError) as refused:
+        sibling_sources(tmp_path, big, [], shown="mine.py")
+    assert "mine.py" in refused.value.text.en and "mine.py" in refused.value.text.zh
+    assert sibling_sources(tmp_path, big[: MAX_TOTAL_BYTES], [], shown="mine.py") == {}
+
+
 def test_a_siblings_own_imports_follow_the_allow_list(grade_files):
     helper = "import os\n" + EX2_REF
     report = grade_files({f"{EX2}.py": EX2_WITH_HELPER, "attention_utils.py": helper}, exercises=[EX2])

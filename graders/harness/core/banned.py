@@ -423,11 +423,13 @@ class BuiltByHand:
         from .siblings import sibling_sources
 
         data = read_module_source(self.path, self.origin)
-        found = self._placed(static_findings(data, self.banned))
         if not self.banned:
-            return found
+            return []
         provided = {name: b"" for name in skip}  # not read, not scanned
-        siblings = sibling_sources(self.path.parent, data, ALLOWED_IMPORTS, provided)
+        shown = getattr(self.origin, "display", self.path.name)
+        # first: it refuses more code than the trusted side may parse and scan (`MAX_TOTAL_BYTES`)
+        siblings = sibling_sources(self.path.parent, data, ALLOWED_IMPORTS, provided, shown=shown)
+        found = self._placed(static_findings(data, self.banned))
         for name, (file, source) in siblings.items():
             if name in provided:
                 continue

@@ -228,6 +228,10 @@ CATALOG: dict[str, dict[str, str]] = {
         "zh": "{importer} 导入了 {module}，但你的提交中没有文件 {file}；除了你自己提交的文件，只能导入标准库中的常用模块、numpy 和 torch。",
         "en": "{importer} imports {module}, but your submission has no file {file}; besides the files of your submission, only common standard modules, numpy and torch can be imported.",
     },
+    "submission.siblings_too_large": {
+        "zh": "{file} 连同它导入的你自己的文件至少有 {size} KiB，超过了一个练习的代码上限 {cap} KiB（一份解答通常只有几 KiB）：请删掉用不到的代码。",
+        "en": "{file}, with the files of yours it imports, comes to at least {size} KiB, more than the {cap} KiB one exercise's code may have (a solution is a few KiB): remove the code it does not need.",
+    },
     "submission.missing_name": {
         "zh": "提交文件中没有定义 `{name}`。",
         "en": "The submission does not define `{name}`.",

@@ -28,6 +28,9 @@ from .source import read_source, read_submission_file
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 MAX_SIBLINGS = 32  # files one exercise may pull in, its own imports' imports included
+# what an exercise's file and the files it pulls in may hold together: the trusted side parses and
+# scans all of it (`banned.static_findings`, ~10 s a MiB of dense code) outside every time budget
+MAX_TOTAL_BYTES = 512 * 1024
 
 
 @functools.lru_cache(maxsize=32)  # at most 32 files of MAX_SOURCE_BYTES kept: 32 MiB at worst
@@ -54,16 +57,26 @@ def is_sibling_name(name: str, allowed: Iterable[str]) -> bool:
 
 
 def sibling_sources(
-    folder: Path, source: bytes, allowed: Iterable[str], provided: dict[str, bytes] | None = None
-) -> dict[str, tuple[str, bytes]]:
+    folder: Path, source: bytes, allowed: Iterable[str], provided: dict[str, bytes] | None = None,
+    shown: str = "",
+) -> dict[str, tuple[str, bytes]]:  # fmt: skip
     """name -> (file name, bytes) of every file of `folder` that `source` imports, directly or through
-    another such file. A file that exists but cannot be read is a `SubmissionFileError` naming it.
-    `provided` (name -> trusted source) stands in for those names, whether or not the file exists."""
+    another such file. A file that exists but cannot be read is a `SubmissionFileError` naming it,
+    and so is more code than `MAX_TOTAL_BYTES` in `source` (the file `shown`) and those files
+    together. `provided` (name -> trusted source) stands in for those names, whether or not the
+    file exists."""
     provided = provided or {}
+
+    def too_large(total: int) -> SubmissionFileError:
+        size, cap = -(-total // 1024), MAX_TOTAL_BYTES // 1024
+        return SubmissionFileError(say("submission.siblings_too_large", file=shown, size=size, cap=cap))
 
     allowed = frozenset(allowed)
     found: dict[str, tuple[str, bytes]] = {}
     queue = [source]
+    total = len(source)
+    if total > MAX_TOTAL_BYTES:
+        raise too_large(total)
     while queue:
         for name in imported_names(queue.pop()):
             if name in found or not is_sibling_name(name, allowed):
@@ -79,6 +92,9 @@ def sibling_sources(
                 problem = f"more than {MAX_SIBLINGS} files of the submission are imported"
                 raise SubmissionFileError(say("submission.bad_file", file=path.name, problem=problem))
             data = read_submission_file(path)
+            total += len(data)
+            if total > MAX_TOTAL_BYTES:
+                raise too_large(total)
             found[name] = (path.name, data)
             queue.append(data)
     return found

@@ -230,7 +230,9 @@ class StudentSession:
                     slot.source = slot.base.source + b"\n\n" + slot.suffix
                 else:  # the file, or a notebook's cells: their imports are found the same way
                     source = read_module_source(slot.path, slot.origin)
-                    slot.siblings = sibling_sources(slot.path.parent, source, ALLOWED_IMPORTS, slot.provided)
+                    slot.siblings = sibling_sources(
+                        slot.path.parent, source, ALLOWED_IMPORTS, slot.provided, shown=slot.display
+                    )
                     slot.source = source
             except SubmissionFileError as exc:
                 slot.load_error = exc
