@@ -285,3 +285,40 @@ def test_a_banned_call_made_for_a_request_counts_for_the_exercise_that_asked(poo
         assert not helper._tripwire()  # exercise 2 bans nothing: its own record stays empty
     finally:
         session.close()
+
+
+FLASH_OP = "torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default"
+BELOW_THE_WATCHED_KEYS = {  # hostile11 s3, s5: calls that start below AutogradCPU and ADInplaceOrView
+    "redispatch_to_cpu": f"""import torch
+
+
+def run(q):
+    keys = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
+    return {FLASH_OP}.redispatch(keys, q, q, q)[0]
+""",
+    "below_ad_inplace_or_view": f"""import torch
+
+
+def run(q):
+    with torch._C._AutoDispatchBelowADInplaceOrView():
+        return {FLASH_OP}(q, q, q)[0]
+""",
+}
+
+
+@pytest.mark.parametrize("route", BELOW_THE_WATCHED_KEYS)
+def test_a_call_that_starts_below_autograd_is_a_hit(pool, tmp_path, route):
+    hits = hits_of(tmp_path, pool, BELOW_THE_WATCHED_KEYS[route], torch.randn(1, 2, 4, 8))
+    assert any("_scaled_dot_product_flash_attention_for_cpu" in what for what, _ in hits), hits
+
+
+def test_the_watches_print_nothing_into_the_students_output(pool, tmp_path):
+    """Overriding torch's own kernels makes torch warn once; that is the grader's doing, not output
+    of the student's to show in a report."""
+    session, (student,) = session_with(tmp_path, pool, [(EX4, "def run(q):\n    return q * 2\n", BANNED4)])
+    try:
+        student.run(torch.randn(2, 3))
+        assert student._tripwire() == []
+        assert session.printed(EX4) == ("", 0)
+    finally:
+        session.close()

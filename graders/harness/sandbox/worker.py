@@ -24,6 +24,7 @@ import sysconfig
 import threading
 import traceback
 import types
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -194,6 +195,7 @@ class Tripwire:
                     self.dispatched.add(qualified)
                     continue
                 self._watch_autograd(key, overload, reported)
+                self._watch_backend(key, overload, reported)
                 if not has("ADInplaceOrView"):  # a view or in-place operator's kernel there is not ours
                     redispatch = overload.redispatch
 
@@ -236,6 +238,25 @@ class Tripwire:
             return _original.call_boxed(keyset, *args, **kwargs)
 
         self._library.impl(key, autograd, "AutogradCPU", with_keyset=True)
+
+    def _watch_backend(self, key: str, overload, reported: str) -> None:
+        """Watch `overload` at the CPU key too, in front of torch's own CPU kernel: the last key any
+        computation of it passes. A call that starts below the keys above (`OpOverload.redispatch`
+        with a keyset of CPU alone, or under `_AutoDispatchBelowADInplaceOrView`: hostile11 s3, s5)
+        reaches this one. On a torch that cannot hand its kernel over (before 2.9) it is not
+        installed: the keys above and the static rule stand."""
+        get_kernel = getattr(torch._C, "_dispatch_get_computed_kernel_for_dispatch_key", None)
+        if get_kernel is None or not torch._C._dispatch_has_kernel_for_dispatch_key(overload.name(), "CPU"):
+            return
+        original, record = get_kernel(overload.name(), torch._C.DispatchKey.CPU), self.record
+
+        def backend(keyset, *args, _original=original, _reported=reported, **kwargs):
+            record(_reported, True)
+            return _original.call_boxed(keyset, *args, **kwargs)
+
+        with warnings.catch_warnings():  # torch warns that a CPU kernel is overridden: it is, by this
+            warnings.simplefilter("ignore")  # watch, which runs it; not the student's output
+            self._library.impl(key, backend, "CPU", with_keyset=True)
 
     def _install(self, alias: str, reported: str) -> None:
         if alias in self.installed:
