@@ -91,6 +91,12 @@ COMMON_DIAGNOSES: dict[str, DiagnosisSpec] = {
             en="On large scores your softmax gives inf/NaN: exp overflows. Subtract each row's maximum before the exp (or use torch.softmax).",
         )
     ),
+    "math_on_tensor": DiagnosisSpec(
+        message=Text(
+            zh="math 模块的函数（math.exp、math.sqrt、math.log……）只接受一个数，这里却收到了一个有许多元素的张量。对张量请用 torch 中同名的函数（torch.exp、torch.sqrt……），它们逐元素计算；math 只用于像 d_k 这样的单个数。",
+            en="A function of the math module (math.exp, math.sqrt, math.log, …) takes one number, and it was given a tensor of many elements. On a tensor use torch's function of the same name (torch.exp, torch.sqrt, …), which works element by element; math is for single numbers such as d_k.",
+        )
+    ),
     "tensor_from_tensors": DiagnosisSpec(
         message=Text(
             zh="torch.tensor(...) 不能把一串张量合成一个张量：用 torch.stack（新的一维）或 torch.cat（接在已有的一维上）。",
@@ -213,6 +219,10 @@ COMMON_ERRORS: dict[str, str] = {
     r"takes \d+ positional arguments? but \d+ (was|were) given|got an unexpected keyword argument)[^\n]*\n[^\n]*\S",
     "signature_mismatch": r"^TypeError: .*(missing \d+ required positional argument|takes \d+ positional arguments? but \d+ (was|were) given|got an unexpected keyword argument)",
     "caret_is_xor": r"unsupported operand type\(s\) for \^",
+    # math.exp / math.sqrt (or a bare exp from `from math import exp`) on the line that raised: the
+    # same message as tensor_from_tensors, told apart by the student's line the message quotes
+    "math_on_tensor": r"(?s)only one element tensors can be converted to Python scalars.*\n[^\n]*"
+    r"(\bmath\.\w+\(|(?<![\w.])(exp|sqrt|log|pow)\()",
     "tensor_from_tensors": r"only one element tensors can be converted to Python scalars",
     "negative_step": r"negative stride|step must be greater than zero",
     "index_out_of_range": r"index -?\d+ is out of bounds|index out of range",
