@@ -219,3 +219,19 @@ def test_s4_a_banned_class_borrowed_through_a_method_called_with_nn():
         "    def forward(self, x):\n        return _torch_layer.forward(self, x)\n"
     )
     assert ("banned", "self.TransformerEncoderLayer") in found(source, EX7)
+
+
+@pytest.mark.parametrize(
+    "method, use",
+    [
+        ("    @staticmethod\n    def kernel(self):\n        return self.sys\n", "_Hop().kernel(warnings)"),
+        (
+            "    @swap\n    def kernel(self):\n        return self.sys\n",
+            "def swap(f):\n    return lambda *a: f(warnings)\n",
+        ),
+        ("    def kernel(self):\n        return self.sys\n    k = functools.partial(kernel, warnings)\n", ""),
+    ],
+)
+def test_a_method_whose_first_argument_someone_else_picks_is_not_own(method, use):
+    source = HEAD + "import functools, warnings\nclass _Hop:\n" + method + use + "\n"
+    assert ("indirect", "self.sys") in found(source)

@@ -188,11 +188,16 @@ def _own_nodes(tree: ast.Module) -> set[int]:
     `cls` is judged as any other (`def f(cls=torch)`)."""
     classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
     borrowed = _methods_called_through_class(tree, classes)
+    defined = {
+        n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    } | {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     out: set[int] = set()
     for cls in classes:
         for method in cls.body:
             if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or method.name in borrowed:
                 continue
+            if any(_root(d) in defined or _root(d) == "staticmethod" for d in method.decorator_list):
+                continue  # a decorator of the module's (or staticmethod) may pick the first argument
             positional = method.args.posonlyargs + method.args.args
             if not positional or positional[0].arg not in OWN_NAMES:
                 continue
@@ -208,7 +213,7 @@ def _own_nodes(tree: ast.Module) -> set[int]:
 def _methods_called_through_class(tree: ast.Module, classes: list[ast.ClassDef]) -> set[str]:
     """Names of the module's methods that may get their first argument from the caller: read off a
     class of the module (or a name bound to one, `type(x)`, `x.__class__`) other than as a call
-    with no argument at all (`X.m(arg)`, `f = X.m`, `partial(X.m)`)."""
+    with no argument at all (`X.m(arg)`, `f = X.m`, `partial(X.m)`), or named as a plain value."""
     methods = {
         m.name for c in classes for m in c.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
     }
@@ -221,7 +226,8 @@ def _methods_called_through_class(tree: ast.Module, classes: list[ast.ClassDef])
             if isinstance(n, ast.Assign) and isinstance(n.value, ast.Name) and n.value.id in names:
                 names |= {t.id for t in n.targets if isinstance(t, ast.Name)}
     bare = {id(n.func) for n in nodes if isinstance(n, ast.Call) and not n.args and not n.keywords}
-    out: set[str] = set()
+    # a method named as a value (`g = functools.partial(f, torch)` in the class body)
+    out = {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in methods}
     for n in nodes:
         if not (isinstance(n, ast.Attribute) and n.attr in methods):
             continue
