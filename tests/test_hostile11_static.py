@@ -235,3 +235,33 @@ def test_s4_a_banned_class_borrowed_through_a_method_called_with_nn():
 def test_a_method_whose_first_argument_someone_else_picks_is_not_own(method, use):
     source = HEAD + "import functools, warnings\nclass _Hop:\n" + method + use + "\n"
     assert ("indirect", "self.sys") in found(source)
+
+
+@pytest.mark.parametrize(
+    "use",
+    [
+        "[_Hop][0].kernel(warnings)",
+        "getattr(_Hop, 'kernel')(warnings)",
+        "(lambda: _Hop)().kernel(warnings)",
+        "def relay(self):\n    return self.kernel(warnings)\nrelay(_Hop)",
+    ],
+)
+def test_a_method_read_off_anything_but_its_own_self_is_not_own(use):
+    source = (
+        HEAD + "import warnings\nclass _Hop:\n    def kernel(self):\n        return self.sys\n" + use + "\n"
+    )
+    assert ("indirect", "self.sys") in found(source)
+
+
+def test_a_method_that_is_not_own_passes_its_self_on():
+    source = HEAD + (
+        "import warnings\nclass _Hop:\n"
+        "    def relay(self):\n        return self.kernel(warnings)\n"
+        "    def kernel(self):\n        return self.sys\n"
+        "_Hop.relay(_Hop)\n"
+    )
+    assert ("indirect", "self.sys") in found(source)
+    assert (
+        found(source.replace("_Hop.relay(_Hop)", "_Hop().relay()").replace("self.kernel(warnings)", "1"))
+        == []
+    )

@@ -182,64 +182,66 @@ KERNEL_DOORS = {
 
 def _own_nodes(tree: ast.Module) -> set[int]:
     """ids of the nodes inside a class's methods whose first parameter is `self` or `cls` (with no
-    default, never rebound there by any binding form, see `_binds`), and never called through the
-    class with an explicit first argument (`_Hop.ops(torch)`: the caller then picks `self`): the
-    only places where `self.attr` is the student's own object. Elsewhere a name spelled `self` or
-    `cls` is judged as any other (`def f(cls=torch)`)."""
-    classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
-    borrowed = _methods_called_through_class(tree, classes)
-    defined = {
-        n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-    } | {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    out: set[int] = set()
+    default, never rebound there by any binding form, see `_binds`) and whose first argument only
+    Python picks: the only places where `self.attr` is the student's own object. A method is not
+    own once anything else may pick that argument: read off anything but an own `self`/`cls` or
+    `super()` other than as a call with no argument (`_Hop.ops(torch)`, `type(x).m(torch)`,
+    `f = X.m`, `getattr(X, "m")`), named as a plain value (`partial(m, torch)` in the class body),
+    or decorated by `staticmethod` or a decorator of the module's. Elsewhere a name spelled `self`
+    or `cls` is judged as any other (`def f(cls=torch)`)."""
+    nodes = list(ast.walk(tree))
+    classes = [n for n in nodes if isinstance(n, ast.ClassDef)]
+    defs = (ast.FunctionDef, ast.AsyncFunctionDef)
+    defined = {n.name for n in nodes if isinstance(n, (*defs, ast.ClassDef))} | {
+        n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
+    bodies: dict[str, list[list[ast.AST]]] = {}  # a method's name -> the nodes of each method of that name
     for cls in classes:
         for method in cls.body:
-            if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or method.name in borrowed:
+            if not isinstance(method, defs):
                 continue
-            if any(_root(d) in defined or _root(d) == "staticmethod" for d in method.decorator_list):
-                continue  # a decorator of the module's (or staticmethod) may pick the first argument
+            body = [n for part in method.body for n in ast.walk(part)]
             positional = method.args.posonlyargs + method.args.args
-            if not positional or positional[0].arg not in OWN_NAMES:
-                continue
-            first = positional[0].arg
-            if len(method.args.defaults) >= len(positional):  # the first parameter has a default
-                continue
-            nodes = [n for part in method.body for n in ast.walk(part)]
-            if not _binds(nodes, first):
-                out |= {id(n) for n in nodes}
-    return out
-
-
-def _methods_called_through_class(tree: ast.Module, classes: list[ast.ClassDef]) -> set[str]:
-    """Names of the module's methods that may get their first argument from the caller: read off a
-    class of the module (or a name bound to one, `type(x)`, `x.__class__`) other than as a call
-    with no argument at all (`X.m(arg)`, `f = X.m`, `partial(X.m)`), or named as a plain value."""
-    methods = {
-        m.name for c in classes for m in c.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
-    }
-    if not methods:
+            decorated = any(_root(d) in defined or _root(d) == "staticmethod" for d in method.decorator_list)
+            if (
+                not positional
+                or positional[0].arg not in OWN_NAMES
+                or len(method.args.defaults) >= len(positional)  # the first parameter has a default
+                or decorated
+                or _binds(body, positional[0].arg)
+            ):
+                body = []  # not own: its nodes are judged as any other
+            bodies.setdefault(method.name, []).append(body)
+    if not bodies:
         return set()
-    nodes = list(ast.walk(tree))
-    names = {c.name for c in classes}
-    for _ in range(3):  # aliases of a class: `H = _Hop`
-        for n in nodes:
-            if isinstance(n, ast.Assign) and isinstance(n.value, ast.Name) and n.value.id in names:
-                names |= {t.id for t in n.targets if isinstance(t, ast.Name)}
     bare = {id(n.func) for n in nodes if isinstance(n, ast.Call) and not n.args and not n.keywords}
-    # a method named as a value (`g = functools.partial(f, torch)` in the class body)
-    out = {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in methods}
+    reads: list[tuple[ast.AST, str, ast.AST]] = []  # (base, name, node): `base.m`, `getattr(base, "m")`
+    loaded = {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    borrowed = loaded & set(bodies)
     for n in nodes:
-        if not (isinstance(n, ast.Attribute) and n.attr in methods):
-            continue
-        base = n.value
-        through_class = (
-            (isinstance(base, ast.Name) and base.id in names)
-            or (isinstance(base, ast.Call) and isinstance(base.func, ast.Name) and base.func.id == "type")
-            or (isinstance(base, ast.Attribute) and base.attr == "__class__")
-        )
-        if through_class and id(n) not in bare:
-            out.add(n.attr)
-    return out
+        if isinstance(n, ast.Attribute) and n.attr in bodies and id(n) not in bare:
+            reads.append((n.value, n.attr, n))
+        elif (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Name)
+            and n.func.id in ATTRIBUTE_CALLS
+            and len(n.args) >= 2
+            and isinstance(n.args[1], ast.Constant)
+            and n.args[1].value in bodies
+        ):
+            reads.append((n.args[0], n.args[1].value, n))
+    while True:  # a method that is not own passes on whatever `self` it got
+        own = {id(n) for name in set(bodies) - borrowed for body in bodies[name] for n in body}
+        more: set[str] = set()
+        for base, name, node in reads:
+            if isinstance(base, ast.Name) and base.id in OWN_NAMES and id(node) in own:
+                continue
+            if isinstance(base, ast.Call) and _last(base.func) == "super" and not base.args:
+                continue
+            more.add(name)
+        if more <= borrowed:
+            return own
+        borrowed |= more
 
 
 class _Scan:
