@@ -73,7 +73,8 @@ def test_dynamic_access_is_its_own_violation(source, flagged):
     "source",
     [
         "def scaled_dot_product_attention(q, k, v):\n    return q\n\nc = scaled_dot_product_attention(1, 2)",
-        "class A:\n    def f(self):\n        return self.scaled_dot_product_attention(1)",
+        "class A:\n    def scaled_dot_product_attention(self, x):\n        return x\n\n"
+        "    def f(self):\n        return self.scaled_dot_product_attention(1)",  # a method of its own
         '"""Unlike nn.MultiheadAttention, it keeps every head."""\nclass SimpleMultiHeadAttention:\n    pass',
         'if __name__ == "__main__":\n    import torch.nn as nn\n    nn.MultiheadAttention(8, 2)',
         "print('scaled_dot_product_attention is not used here')",

@@ -127,12 +127,39 @@ def _pattern(patterns: tuple[str, ...]) -> re.Pattern:
 def _main_block_nodes(tree: ast.Module) -> set[int]:
     """ids of the nodes in the body of a module-level `if __name__ == "__main__":` (students may
     compare with torch there), and nothing else: not its `else` or `elif` (which is what runs when
-    the grader imports the file), not a test that merely mentions both names (`!=`, `or`)."""
+    the grader imports the file), not a test that merely mentions both names (`!=`, `or`), and
+    nothing at all in a module that binds `__name__` anywhere (`__name__ = "__main__"`, a loop,
+    a walrus, an import alias...): there the block may run on import."""
+    if _binds(list(ast.walk(tree)), "__name__"):
+        return set()
     out: set[int] = set()
     for stmt in tree.body:
         if isinstance(stmt, ast.If) and _is_main_test(stmt.test):
             out |= {id(n) for part in stmt.body for n in ast.walk(part)}
     return out
+
+
+def _binds(nodes: list[ast.AST], name: str) -> bool:
+    """Does any of `nodes` bind (or unbind) `name`: an assignment, augmented assignment, for/with/
+    comprehension target, walrus or `del` (an `ast.Name` not loaded), an import alias, an `except …
+    as`, a match capture (`case name`, `*name`, `**name`), a parameter, a def or class of that
+    name, or a `global`/`nonlocal` declaration (another scope's binding of it)?"""
+    for n in nodes:
+        if isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load):
+            return True
+        if isinstance(n, ast.alias) and (n.asname or n.name.split(".")[0]) == name:
+            return True
+        if isinstance(n, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and n.name == name:
+            return True
+        if isinstance(n, ast.MatchMapping) and n.rest == name:
+            return True
+        if isinstance(n, ast.arg) and n.arg == name:
+            return True
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == name:
+            return True
+        if isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names:
+            return True
+    return False
 
 
 def _is_main_test(test: ast.expr) -> bool:
@@ -145,32 +172,76 @@ def _is_main_test(test: ast.expr) -> bool:
 
 
 OWN_NAMES = ("self", "cls")
+# doors to kernels that skip the dispatcher keys the tripwire watches (`OpOverload.decompose`,
+# `.redispatch`, `._op_dk`), torch's below-autograd guard and its table of raw functions: an
+# attribute of that name counts whatever it is read from, unless the module defines the name
+KERNEL_DOORS = {
+    "decompose", "redispatch", "_op_dk", "_AutoDispatchBelowADInplaceOrView", "_VariableFunctions", "_C",
+}  # fmt: skip
 
 
 def _own_nodes(tree: ast.Module) -> set[int]:
     """ids of the nodes inside a class's methods whose first parameter is `self` or `cls` (with no
-    default, never rebound there): the only places where `self.attr` is the student's own object.
-    Elsewhere a name spelled `self` or `cls` is judged as any other (`def f(cls=torch)`)."""
-    out: set[int] = set()
-    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+    default, never rebound there by any binding form, see `_binds`) and whose first argument only
+    Python picks: the only places where `self.attr` is the student's own object. A method is not
+    own once anything else may pick that argument: read off anything but an own `self`/`cls` or
+    `super()` other than as a call with no argument (`_Hop.ops(torch)`, `type(x).m(torch)`,
+    `f = X.m`, `getattr(X, "m")`), named as a plain value (`partial(m, torch)` in the class body),
+    or decorated by `staticmethod` or a decorator of the module's. Elsewhere a name spelled `self`
+    or `cls` is judged as any other (`def f(cls=torch)`)."""
+    nodes = list(ast.walk(tree))
+    classes = [n for n in nodes if isinstance(n, ast.ClassDef)]
+    defs = (ast.FunctionDef, ast.AsyncFunctionDef)
+    defined = {n.name for n in nodes if isinstance(n, (*defs, ast.ClassDef))} | {
+        n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
+    bodies: dict[str, list[list[ast.AST]]] = {}  # a method's name -> the nodes of each method of that name
+    for cls in classes:
         for method in cls.body:
-            if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if not isinstance(method, defs):
                 continue
+            body = [n for part in method.body for n in ast.walk(part)]
             positional = method.args.posonlyargs + method.args.args
-            if not positional or positional[0].arg not in OWN_NAMES:
+            decorated = any(_root(d) in defined or _root(d) == "staticmethod" for d in method.decorator_list)
+            if (
+                not positional
+                or positional[0].arg not in OWN_NAMES
+                or len(method.args.defaults) >= len(positional)  # the first parameter has a default
+                or decorated
+                or _binds(body, positional[0].arg)
+            ):
+                body = []  # not own: its nodes are judged as any other
+            bodies.setdefault(method.name, []).append(body)
+    if not bodies:
+        return set()
+    bare = {id(n.func) for n in nodes if isinstance(n, ast.Call) and not n.args and not n.keywords}
+    reads: list[tuple[ast.AST, str, ast.AST]] = []  # (base, name, node): `base.m`, `getattr(base, "m")`
+    loaded = {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    borrowed = loaded & set(bodies)
+    for n in nodes:
+        if isinstance(n, ast.Attribute) and n.attr in bodies and id(n) not in bare:
+            reads.append((n.value, n.attr, n))
+        elif (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Name)
+            and n.func.id in ATTRIBUTE_CALLS
+            and len(n.args) >= 2
+            and isinstance(n.args[1], ast.Constant)
+            and n.args[1].value in bodies
+        ):
+            reads.append((n.args[0], n.args[1].value, n))
+    while True:  # a method that is not own passes on whatever `self` it got
+        own = {id(n) for name in set(bodies) - borrowed for body in bodies[name] for n in body}
+        more: set[str] = set()
+        for base, name, node in reads:
+            if isinstance(base, ast.Name) and base.id in OWN_NAMES and id(node) in own:
                 continue
-            first = positional[0].arg
-            if len(method.args.defaults) >= len(positional):  # the first parameter has a default
+            if isinstance(base, ast.Call) and _last(base.func) == "super" and not base.args:
                 continue
-            nodes = [n for part in method.body for n in ast.walk(part)]
-            # a nested def or lambda with a parameter of that name, or an assignment to it
-            stored = [n for n in nodes if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)]
-            rebound = any(n.id == first for n in stored) or any(
-                isinstance(n, ast.arg) and n.arg == first for n in nodes
-            )
-            if not rebound:
-                out |= {id(n) for n in nodes}
-    return out
+            more.add(name)
+        if more <= borrowed:
+            return own
+        borrowed |= more
 
 
 class _Scan:
@@ -288,12 +359,17 @@ class _Scan:
             if not _matches(node.attr, self.patterns):  # a private name of torch, or a door to kernels
                 self.add("indirect", ast.unparse(node), node)
                 return
+        if node.attr == "aten" and _last(node.value) == "ops" and not self.is_namespace(node.value):
+            self.add("indirect", ast.unparse(node), node)  # `<anything>.ops.aten`: the operator table
+            return
         self.named(node.attr, ast.unparse(node), node, own=own, called=called)
 
     def named(self, attr: str, what: str, node: ast.AST, own: bool = False, called: bool = False) -> None:
         """`attr` is fetched as an attribute (`x.attr`, or a class pattern `case C(attr=…)`)."""
-        if _matches(attr, self.patterns) and not own:
-            self.add("banned", what, node)
+        if _matches(attr, self.patterns) and not (own and attr in self.defined):
+            self.add("banned", what, node)  # `self.<banned>` is the student's only if they define it
+        elif attr in KERNEL_DOORS and attr not in self.defined:
+            self.add("indirect", what, node)
         elif attr in DUNDERS:
             self.add("dynamic", what, node)
         elif attr in DYNAMIC_NAMES or attr in ("functional_call", "import_module"):
