@@ -222,7 +222,7 @@ COMMON_ERRORS: dict[str, str] = {
     # math.exp / math.sqrt (or a bare exp from `from math import exp`) on the line that raised: the
     # same message as tensor_from_tensors, told apart by the student's line the message quotes
     "math_on_tensor": r"(?s)only one element tensors can be converted to Python scalars.*\n[^\n]*"
-    r"(\bmath\.\w+\(|(?<![\w.])(exp|sqrt|log|pow)\()",
+    r"(\bmath\.\w+\(|(?<![\w.])(exp|sqrt|log|pow|sin|cos|tan|tanh|floor|ceil|fabs)\()",
     "tensor_from_tensors": r"only one element tensors can be converted to Python scalars",
     "negative_step": r"negative stride|step must be greater than zero",
     "index_out_of_range": r"index -?\d+ is out of bounds|index out of range",

@@ -290,7 +290,10 @@ class GradingPlugin:
         exc = call.excinfo.value if call.excinfo else None
         if isinstance(exc, StudentCodeError) and exc.diagnosis is None:
             # a mistake that makes the code raise (`k.T` on a batch) is named in every check it breaks
-            exc.diagnosis = exc.matching({**getattr(item.module, "KNOWN_ERRORS", {}), **COMMON_ERRORS})
+            # the exercise's own patterns first, and each wins over a common one of the same name
+            known = getattr(item.module, "KNOWN_ERRORS", {})
+            common = {name: pattern for name, pattern in COMMON_ERRORS.items() if name not in known}
+            exc.diagnosis = exc.matching({**known, **common})
         outcome = self.classify(exc)
         outcome.stopped = next((kind for cls, kind in STOPPED_BY if isinstance(exc, cls)), None)
         ev = self._evidence.get(item.nodeid)
