@@ -124,13 +124,13 @@ def _pattern(patterns: tuple[str, ...]) -> re.Pattern:
     return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns) or "(?!)")
 
 
-def _main_block_nodes(tree: ast.Module) -> set[int]:
+def _main_block_nodes(tree: ast.Module, nodes: list[ast.AST]) -> set[int]:
     """ids of the nodes in the body of a module-level `if __name__ == "__main__":` (students may
     compare with torch there), and nothing else: not its `else` or `elif` (which is what runs when
     the grader imports the file), not a test that merely mentions both names (`!=`, `or`), and
     nothing at all in a module that binds `__name__` anywhere (`__name__ = "__main__"`, a loop,
     a walrus, an import alias...): there the block may run on import."""
-    if _binds(list(ast.walk(tree)), "__name__"):
+    if _binds(nodes, "__name__"):  # `nodes`: every node of `tree`
         return set()
     out: set[int] = set()
     for stmt in tree.body:
@@ -180,7 +180,7 @@ KERNEL_DOORS = {
 }  # fmt: skip
 
 
-def _own_nodes(tree: ast.Module) -> set[int]:
+def _own_nodes(nodes: list[ast.AST], defined: set[str]) -> set[int]:
     """ids of the nodes inside a class's methods whose first parameter is `self` or `cls` (with no
     default, never rebound there by any binding form, see `_binds`) and whose first argument only
     Python picks: the only places where `self.attr` is the student's own object. A method is not
@@ -188,13 +188,10 @@ def _own_nodes(tree: ast.Module) -> set[int]:
     `super()` other than as a call with no argument (`_Hop.ops(torch)`, `type(x).m(torch)`,
     `f = X.m`, `getattr(X, "m")`), named as a plain value (`partial(m, torch)` in the class body),
     or decorated by `staticmethod` or a decorator of the module's. Elsewhere a name spelled `self`
-    or `cls` is judged as any other (`def f(cls=torch)`)."""
-    nodes = list(ast.walk(tree))
+    or `cls` is judged as any other (`def f(cls=torch)`). `nodes` is every node of the module,
+    `defined` the names it defines (`_Scan.defined`)."""
     classes = [n for n in nodes if isinstance(n, ast.ClassDef)]
     defs = (ast.FunctionDef, ast.AsyncFunctionDef)
-    defined = {n.name for n in nodes if isinstance(n, (*defs, ast.ClassDef))} | {
-        n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-    }
     bodies: dict[str, list[list[ast.AST]]] = {}  # a method's name -> the nodes of each method of that name
     for cls in classes:
         for method in cls.body:
@@ -247,13 +244,13 @@ def _own_nodes(tree: ast.Module) -> set[int]:
 class _Scan:
     def __init__(self, tree: ast.Module, patterns: list[str]) -> None:
         self.patterns = patterns
-        self.skip = _main_block_nodes(tree)
-        self.own_nodes = _own_nodes(tree)
         self.nodes = nodes = list(ast.walk(tree))  # every node, walked once (`static_findings` visits these)
         defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
         self.defined = {n.name for n in nodes if isinstance(n, defs)} | {
             n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
         }
+        self.skip = _main_block_nodes(tree, nodes)
+        self.own_nodes = _own_nodes(nodes, self.defined)
         self.docstrings = {
             id(n.value) for n in nodes if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)
         }
