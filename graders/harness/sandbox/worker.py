@@ -214,13 +214,13 @@ class Tripwire:
         formula of its own (`_native_multi_head_attention`, `_transformer_encoder_layer_fwd`: hostile10
         s4, s5) gets torch's "not implemented" autograd kernel, which dispatches below
         ADInplaceOrView: the watch there never runs for it, this one does."""
-        get_kernel = getattr(torch._C, "_dispatch_get_computed_kernel_for_dispatch_key", None)
-        record = self.record
-        if get_kernel is None:  # a torch older than 2.9 cannot hand its kernel over: for an operator
-            # without an autograd formula, compute below autograd (no gradient either way)
+        if not hasattr(torch._C, "_dispatch_get_computed_kernel_for_dispatch_key"):  # a torch older
+            # than 2.9 cannot hand its kernel over: for an operator without an autograd formula,
+            # compute below autograd (no gradient either way)
             if overload._schema.name.removeprefix("aten::") not in NO_AUTOGRAD_FORMULA:
                 return
             below = torch._C._AutoDispatchBelowADInplaceOrView  # what torch's own kernel for it does
+            record = self.record
 
             def no_formula(keyset, *args, _overload=overload, _reported=reported, **kwargs):
                 record(_reported, True)
@@ -229,15 +229,8 @@ class Tripwire:
 
             self._library.impl(key, no_formula, "AutogradCPU", with_keyset=True)
             return
-        if not torch._C._dispatch_has_computed_kernel_for_dispatch_key(overload.name(), "AutogradCPU"):
-            return
-        original = get_kernel(overload.name(), torch._C.DispatchKey.AutogradCPU)
-
-        def autograd(keyset, *args, _original=original, _reported=reported, **kwargs):
-            record(_reported, True)
-            return _original.call_boxed(keyset, *args, **kwargs)
-
-        self._library.impl(key, autograd, "AutogradCPU", with_keyset=True)
+        if torch._C._dispatch_has_computed_kernel_for_dispatch_key(overload.name(), "AutogradCPU"):
+            self._watch_in_front(key, overload, reported, "AutogradCPU")
 
     def _watch_backend(self, key: str, overload, reported: str) -> None:
         """Watch `overload` at the CPU key too, in front of torch's own CPU kernel: the last key any
@@ -245,18 +238,25 @@ class Tripwire:
         with a keyset of CPU alone, or under `_AutoDispatchBelowADInplaceOrView`: hostile11 s3, s5)
         reaches this one. On a torch that cannot hand its kernel over (before 2.9) it is not
         installed: the keys above and the static rule stand."""
-        get_kernel = getattr(torch._C, "_dispatch_get_computed_kernel_for_dispatch_key", None)
-        if get_kernel is None or not torch._C._dispatch_has_kernel_for_dispatch_key(overload.name(), "CPU"):
+        if not hasattr(torch._C, "_dispatch_get_computed_kernel_for_dispatch_key"):
             return
-        original, record = get_kernel(overload.name(), torch._C.DispatchKey.CPU), self.record
+        if torch._C._dispatch_has_kernel_for_dispatch_key(overload.name(), "CPU"):
+            self._watch_in_front(key, overload, reported, "CPU")
 
-        def backend(keyset, *args, _original=original, _reported=reported, **kwargs):
+    def _watch_in_front(self, key: str, overload, reported: str, dispatch_key: str) -> None:
+        """A kernel at `dispatch_key` that sends the hit, then runs the kernel torch had computed for
+        that key (`_watch_autograd`, `_watch_backend`): the result and gradient are torch's own."""
+        get_kernel = torch._C._dispatch_get_computed_kernel_for_dispatch_key
+        original = get_kernel(overload.name(), getattr(torch._C.DispatchKey, dispatch_key))
+        record = self.record
+
+        def watched(keyset, *args, _original=original, _reported=reported, **kwargs):
             record(_reported, True)
             return _original.call_boxed(keyset, *args, **kwargs)
 
-        with warnings.catch_warnings():  # torch warns that a CPU kernel is overridden: it is, by this
+        with warnings.catch_warnings():  # torch warns that a kernel is overridden: it is, by this
             warnings.simplefilter("ignore")  # watch, which runs it; not the student's output
-            self._library.impl(key, backend, "CPU", with_keyset=True)
+            self._library.impl(key, watched, dispatch_key, with_keyset=True)
 
     def _install(self, alias: str, reported: str) -> None:
         if alias in self.installed:
@@ -326,6 +326,22 @@ def refusal_text(allowed_imports, sibling_sources, owner: str | None, name: str,
             f" is not one of the modules a submission may import ({allowed})"
         )
     return f"import of {name!r} is not allowed in a submission (allowed: {allowed})"
+
+
+def _defined_in(cls, spaces: dict[int, str]) -> str:
+    """The module `cls` was defined in, judged by what its methods run with, not by what it says
+    (`__module__` is a class attribute like any other: hostile11 f1 set it to exercise 4's name on
+    a class of exercise 7's own). The first class along its MRO that defines functions of its own
+    names the module: the student module (`spaces`: id of the namespace of an exercise's module,
+    or of the copy of a file one imported -> its name) those functions run in; a class of no
+    student module (torch's) is named by its `__module__`."""
+    for klass in type.__dict__["__mro__"].__get__(cls):
+        for value in type.__dict__["__dict__"].__get__(klass).values():
+            function = value.__func__ if isinstance(value, (staticmethod, classmethod)) else value
+            if type(function) is types.FunctionType:
+                name = spaces.get(id(function.__globals__))
+                return name if name is not None else str(cls.__module__)
+    return str(cls.__module__)
 
 
 def make_sibling_loader(sibling_sources, siblings, owners, student_files, file_owners):
@@ -853,27 +869,12 @@ class Worker:
             info["training"] = obj.training
             info["parameters"] = [[n, list(p.shape), p.requires_grad] for n, p in obj.named_parameters()]
             info["buffers"] = [[n, list(b.shape)] for n, b in obj.named_buffers()]
+            spaces = {id(module.__dict__): name for name, module in self.modules.items()}
+            spaces.update({id(module.__dict__): name for (_, name), module in self.siblings.items()})
             info["modules"] = [
-                [n, type(m).__qualname__, self._defined_in(type(m))] for n, m in obj.named_modules()
+                [n, type(m).__qualname__, _defined_in(type(m), spaces)] for n, m in obj.named_modules()
             ]
         return {"ok": True, "value": wire.encode_value(info, [])}
-
-    def _defined_in(self, cls) -> str:
-        """The module `cls` was defined in, judged by what its methods run with, not by what it says
-        (`__module__` is a class attribute like any other: hostile11 f1 set it to exercise 4's
-        name on a class of exercise 7's own). The first class along its MRO that defines functions
-        of its own names the module: the student module (an exercise's, or the copy of a file one
-        imported) whose namespace those functions run in; a class of no student module (torch's)
-        is named by its `__module__`."""
-        spaces = {id(module.__dict__): name for name, module in self.modules.items()}
-        spaces.update({id(module.__dict__): name for (_, name), module in self.siblings.items()})
-        for klass in type.__dict__["__mro__"].__get__(cls):
-            for value in type.__dict__["__dict__"].__get__(klass).values():
-                function = value.__func__ if isinstance(value, (staticmethod, classmethod)) else value
-                if type(function) is types.FunctionType:
-                    name = spaces.get(id(function.__globals__))
-                    return name if name is not None else str(cls.__module__)
-        return str(cls.__module__)
 
     def op_tripwire(self, req, bufs):
         module = req["target"].get("$module") if type(req.get("target")) is dict else None
