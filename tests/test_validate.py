@@ -2,7 +2,7 @@
 
 The exercises here are scaffolds (`grade.py new`) in a temporary project, filled in and then
 broken one way at a time; the project's own exercises get the static half of validate (the graded
-half is what `tests/test_fairness.py` and CI's `python grade.py validate` run).
+half is what CI's `python grade.py validate --jobs 2` runs, after the suite).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
+import torch
 from conftest import EXERCISES, PROJECT
 
 from graders.harness.authoring.scaffold import EXAMPLE_CHECK, EXAMPLE_DIAGNOSIS, SCAFFOLD_MARKER, new_exercise
@@ -23,6 +24,7 @@ from graders.harness.authoring.validate import (
     validate_project,
 )
 from graders.harness.cli import main
+from graders.harness.core.plugin import derive_seed
 from graders.harness.core.project import Project
 
 EID = "ex09_double"
@@ -122,6 +124,26 @@ def test_mutant_that_is_not_caught(tmp_path, pool):
     assert (verdict.mutants_caught, verdict.mutants_named) == (0, 0)
     assert "mutant forgot_doubling: scored full marks" in problems(verdict)
     assert "diagnosis 'forgot_doubling': no mutant" in problems(verdict)
+
+
+def test_a_score_that_moves_with_the_seed_is_a_problem(tmp_path, pool):
+    project = filled_scaffold(tmp_path)
+    mutant = project.root / "tests" / "mutants" / EID / "forgot_doubling.py"
+    # right only when the check's first input entry is positive: two seeds that draw opposite signs
+    edit(mutant, "return x\n", "return 2 * x if x[0, 0] > 0 else x\n")
+
+    def first_entry(seed: int) -> float:
+        rng = torch.Generator().manual_seed(derive_seed(seed, EID, "doubles"))
+        return torch.randn(3, 5, generator=rng)[0, 0].item()
+
+    right = next(s for s in range(1, 50) if first_entry(s) > 0)
+    wrong = next(s for s in range(1, 50) if first_entry(s) < 0)
+    verdict = run(project, pool, seeds=(right, wrong))
+    assert (
+        f"mutant forgot_doubling: the result depends on the seed: seed {right} scores 1, seed {wrong} "
+        "scores 0 (doubles passed → failed:forgot_doubling)" in problems(verdict)
+    ), problems(verdict)
+    assert verdict.status != "ok"
 
 
 def test_mutant_caught_but_misnamed(tmp_path, pool):
