@@ -66,6 +66,9 @@ INDIRECT_ATTRS = {
     "f_builtins", "f_code", "tb_frame", "tb_next", "gi_frame", "cr_frame", "ag_frame", "attrgetter",
     "methodcaller", "currentframe", "cell_contents", "get_field", "Formatter",
     "_jit_get_operation", "_builtin_ops", "_get_operation_overload", "_builtins",
+    # an unpickler runs any callable a pickle names, reached through whatever module holds one
+    # (`torch.distributed.distributed_c10d._unpickler`: hostile12 M)
+    "Unpickler", "_unpickler", "find_class", "loads", "persistent_load", "copyreg", "_pickle",
 }  # fmt: skip
 # modules off the import allow-list that allowed modules hold as attributes (`torch.os`,
 # `torch.ctypes`, `dataclasses.inspect`): a module reached through another, like `.sys`
@@ -86,7 +89,13 @@ EVAL_GADGETS = {
     "get_annotations", "CompilationUnit", "decomposition_table", "core_aten_decompositions",
     "get_decompositions", "register_decomposition",
 }  # fmt: skip
-TORCH_GADGETS = {"jit", "library", "ops", "fx", "compile", "overrides", "export", "hub", "package"}
+TORCH_GADGETS = {
+    "jit", "library", "ops", "fx", "compile", "overrides", "export", "hub", "package", "load",
+    "serialization",
+}  # fmt: skip
+# calls that give an object an attribute named by a string
+REGISTERS = {"setattr", "register_buffer", "register_parameter", "register_module", "add_module"}
+DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 INDIRECT_NAMES = {
     "sys", "gc", "inspect", "attrgetter", "methodcaller", "get_objects", "_getframe",
     "Formatter", "get_field", "_builtin_ops", "_builtins", "_jit_get_operation",
@@ -227,18 +236,44 @@ def _own_nodes(nodes: list[ast.AST], defined: set[str]) -> set[int]:
             and n.args[1].value in bodies
         ):
             reads.append((n.args[0], n.args[1].value, n))
-    while True:  # a method that is not own passes on whatever `self` it got
-        own = {id(n) for name in set(bodies) - borrowed for body in bodies[name] for n in body}
-        more: set[str] = set()
-        for base, name, node in reads:
-            if isinstance(base, ast.Name) and base.id in OWN_NAMES and id(node) in own:
-                continue
-            if isinstance(base, ast.Call) and _last(base.func) == "super" and not base.args:
-                continue
-            more.add(name)
-        if more <= borrowed:
-            return own
-        borrowed |= more
+    # A method that is not own passes on whatever `self` it got: `self.m` read inside method `x`
+    # makes `m` not own once every method holding that read is not own. Worked off a queue, each
+    # name and read once (a fixed point rescanning every read per name was quadratic: hostile12 d1)
+    holders: dict[int, set[str]] = {}  # id of a node inside own-shaped methods -> their names
+    for name, group in bodies.items():
+        for body in group:
+            for n in body:
+                holders.setdefault(id(n), set()).add(name)
+    queue = list(borrowed)
+
+    def borrow(name: str) -> None:
+        if name not in borrowed:
+            borrowed.add(name)
+            queue.append(name)
+
+    conditional: list[tuple[str, set[str]]] = []  # (name read, the methods holding the read)
+    for base, name, node in reads:
+        if isinstance(base, ast.Call) and _last(base.func) == "super" and not base.args:
+            continue
+        if isinstance(base, ast.Name) and base.id in OWN_NAMES and id(node) in holders:
+            conditional.append((name, holders[id(node)]))
+        else:
+            borrow(name)
+    waiting: dict[str, list[int]] = {}  # a method's name -> the conditional reads it holds
+    left: list[int] = []  # per conditional read: how many of its holders are still own
+    for index, (name, held_by) in enumerate(conditional):
+        own_holders = held_by - borrowed
+        left.append(len(own_holders))
+        if not own_holders:
+            borrow(name)
+        for holder in own_holders:
+            waiting.setdefault(holder, []).append(index)
+    while queue:
+        for index in waiting.pop(queue.pop(), []):
+            left[index] -= 1
+            if left[index] == 0:
+                borrow(conditional[index][0])
+    return {id(n) for name in set(bodies) - borrowed for body in bodies[name] for n in body}
 
 
 class _Scan:
@@ -265,6 +300,19 @@ class _Scan:
         }  # fmt: skip
         self.torch_names = self._torch_names(nodes)
         self.called = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
+        # private names the module gives its own objects: its methods, the attributes it sets, and
+        # those it registers by name (`register_buffer("_mask", …)`, `setattr(self, "_x", …)`)
+        classes = [n for n in nodes if isinstance(n, ast.ClassDef)]
+        methods = {m.name for n in classes for m in n.body if isinstance(m, DEFS)}
+        stored = {n.attr for n in nodes if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store)}
+        registered = {
+            a.value
+            for n in nodes
+            if isinstance(n, ast.Call) and _last(n.func) in REGISTERS
+            for a in n.args[:2]
+            if isinstance(a, ast.Constant) and isinstance(a.value, str)
+        }
+        self.attributes = methods | stored | registered
         self.found: list[Finding] = []
 
     @staticmethod
@@ -343,6 +391,8 @@ class _Scan:
                 self.add("dynamic", repr(node.value), node)
             elif node.value in INDIRECT_STRINGS:
                 self.add("indirect", repr(node.value), node)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, bytes) and _pickled(node.value):
+            self.add("dynamic", f"a pickle in a bytes literal {node.value[:40]!r}", node)
         elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
             targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
             for target in targets:
@@ -356,6 +406,16 @@ class _Scan:
             if not _matches(node.attr, self.patterns):  # a private name of torch, or a door to kernels
                 self.add("indirect", ast.unparse(node), node)
                 return
+        if (
+            not own
+            and _private(node.attr)
+            and node.attr not in self.attributes
+            and not _matches(node.attr, self.patterns)  # a banned name is named as such (`named`)
+        ):
+            # a private name the module never defines, whatever it is read from: torch's, reached
+            # through a subscript, a call or a container (`[torch.x][0]._priv`: hostile12 N)
+            self.add("indirect", ast.unparse(node)[:80], node)
+            return
         if node.attr == "aten" and _last(node.value) == "ops" and not self.is_namespace(node.value):
             self.add("indirect", ast.unparse(node), node)  # `<anything>.ops.aten`: the operator table
             return
@@ -385,6 +445,17 @@ class _Scan:
                 self.add("dynamic", ast.unparse(node)[:80], node)
             elif name != "getattr" and name != "hasattr" and self.is_namespace(target):
                 self.add("dynamic", ast.unparse(node)[:80], node)
+            elif not own and not _matches(attr.value, self.patterns) and (
+                (_private(attr.value) and attr.value not in self.attributes)
+                or (attr.value in TORCH_GADGETS and self.is_namespace(target))
+            ):  # `getattr(torch, "_C")`, `getattr(x, "_priv")`: what `torch._C`, `x._priv` would be
+                self.add("indirect", ast.unparse(node)[:80], node)
+
+
+def _pickled(data: bytes) -> bool:
+    """Does a bytes literal look like a pickle (a protocol header, or a GLOBAL opcode naming a
+    module and a name)? Unpickled, it can fetch and call anything by name."""
+    return data.startswith(b"\x80") or re.search(rb"(^|[^\w])c[\w.]+\n[\w.]+\n", data) is not None
 
 
 def _torch_gadget(parts: list[str]) -> bool:

@@ -160,13 +160,15 @@ class Tripwire:
         sends the hit and runs the autograd kernel torch computed for it (`_watch_autograd`); a
         kernel at the ADInplaceOrView key, passed after autograd has recorded the call (and by
         torch's C++ callers below autograd), does the same and redispatches to the real kernel, so
-        the result and its gradient are torch's own; an operator torch decomposes
-        (`scaled_dot_product_attention`, its math path) is watched at AutogradCPU and runs the same
-        decomposition (`OpOverload.decompose`).
+        the result and its gradient are torch's own; a kernel at the CPU key does the same in front
+        of torch's CPU kernel (`_watch_backend`). An operator torch decomposes
+        (`scaled_dot_product_attention`, its math path) is watched in front of its decomposition
+        at CompositeImplicitAutograd, the kernel every key of it runs (on a torch before 2.9, at
+        AutogradCPU only, running the same decomposition, `OpOverload.decompose`).
         It sees the calls no Python wrapper can: the original function read out of a wrapper's
-        closure, `torch._C._VariableFunctions.X`, TorchScript, a C++ caller. It costs nothing to a
-        submission that does not call the operator. (Inference tensors skip both keys: see
-        `inference_as_no_grad`.)"""
+        closure, `torch._C._VariableFunctions.X`, TorchScript, a C++ caller, a call that starts below
+        the autograd keys (real inference mode, torch's private guards, an operator handle's
+        `redispatch_boxed`). It costs nothing to a submission that does not call the operator."""
         name = reported.rsplit(".", 1)[-1]
         packet = getattr(torch.ops.aten, name, None) if name.isidentifier() else None
         if not isinstance(packet, torch._ops.OpOverloadPacket):
@@ -174,6 +176,7 @@ class Tripwire:
         if self._library is None:
             self._library = torch.library.Library("aten", "IMPL")
         after, record = torch._C._after_ADInplaceOrView_keyset, self.record
+        computed_kernels = hasattr(torch._C, "_dispatch_get_computed_kernel_for_dispatch_key")
         for overload_name in packet.overloads():
             overload = getattr(packet, overload_name)
             qualified = overload._schema.name + ("." + overload_name if overload_name != "default" else "")
@@ -182,8 +185,15 @@ class Tripwire:
             key = name if overload_name == "default" else f"{name}.{overload_name}"
             has = functools.partial(torch._C._dispatch_has_kernel_for_dispatch_key, overload.name())
             try:
-                if has("CompositeImplicitAutograd"):
-                    # decomposed at the autograd key, before ADInplaceOrView: watched there, and
+                if has("CompositeImplicitAutograd") and computed_kernels:
+                    # watched in front of the decomposition itself, which serves every key: a call
+                    # that starts below autograd (inference mode, torch's guards, a handle's
+                    # `redispatch_boxed` with any keyset: hostile12 s2-s5) runs it too
+                    self._watch_in_front(key, overload, reported, "CompositeImplicitAutograd", "CPU")
+                    self.dispatched.add(qualified)
+                    continue
+                if has("CompositeImplicitAutograd"):  # a torch older than 2.9 cannot hand its kernel
+                    # over: decomposed at the autograd key, before ADInplaceOrView: watched there, and
                     # computed by the same decomposition torch would run (`decompose`)
                     decompose = overload.decompose
 
@@ -243,11 +253,15 @@ class Tripwire:
         if torch._C._dispatch_has_kernel_for_dispatch_key(overload.name(), "CPU"):
             self._watch_in_front(key, overload, reported, "CPU")
 
-    def _watch_in_front(self, key: str, overload, reported: str, dispatch_key: str) -> None:
+    def _watch_in_front(
+        self, key: str, overload, reported: str, dispatch_key: str, kernel_of: str | None = None
+    ) -> None:
         """A kernel at `dispatch_key` that sends the hit, then runs the kernel torch had computed for
-        that key (`_watch_autograd`, `_watch_backend`): the result and gradient are torch's own."""
+        that key (`_watch_autograd`, `_watch_backend`), or for the runtime key `kernel_of` where
+        `dispatch_key` is an alias (CompositeImplicitAutograd: its kernel is what CPU runs): the
+        result and gradient are torch's own."""
         get_kernel = torch._C._dispatch_get_computed_kernel_for_dispatch_key
-        original = get_kernel(overload.name(), getattr(torch._C.DispatchKey, dispatch_key))
+        original = get_kernel(overload.name(), getattr(torch._C.DispatchKey, kernel_of or dispatch_key))
         record = self.record
 
         def watched(keyset, *args, _original=original, _reported=reported, **kwargs):
@@ -272,6 +286,12 @@ class Tripwire:
             owner, attr = target, "_op"
             target = target._op
         elif isinstance(target, type):
+            # every function of the class, not only `__init__`: a method can be borrowed without an
+            # instance (`TransformerEncoderLayer.forward(self, x)` on an object of one's own, its
+            # class reached by a route the static rule missed: hostile12 s1)
+            for name, value in list(type.__dict__["__dict__"].__get__(target).items()):
+                if type(value) is types.FunctionType and name != "__init__":
+                    self._install_at(f"{alias}.{name}", target, name, value, reported)
             owner, attr, target = target, "__init__", target.__init__
         if callable(target):
             self._install_at(alias, owner, attr, target, reported)
@@ -332,16 +352,44 @@ def _defined_in(cls, spaces: dict[int, str]) -> str:
     """The module `cls` was defined in, judged by what its methods run with, not by what it says
     (`__module__` is a class attribute like any other: hostile11 f1 set it to exercise 4's name on
     a class of exercise 7's own). The first class along its MRO that defines functions of its own
+    (seen through staticmethod, classmethod, partialmethod, partial, property: `_function_of`)
     names the module: the student module (`spaces`: id of the namespace of an exercise's module,
-    or of the copy of a file one imported -> its name) those functions run in; a class of no
-    student module (torch's) is named by its `__module__`."""
+    or of the copy of a file one imported -> its name) those functions run in, all of them joined
+    where they run in two; a class of no student module (torch's) is named by its `__module__`, and
+    one whose functions are none a student module's but which claims one is named "?"."""
     for klass in type.__dict__["__mro__"].__get__(cls):
-        for value in type.__dict__["__dict__"].__get__(klass).values():
-            function = value.__func__ if isinstance(value, (staticmethod, classmethod)) else value
-            if type(function) is types.FunctionType:
-                name = spaces.get(id(function.__globals__))
-                return name if name is not None else str(cls.__module__)
+        functions = [
+            f for value in type.__dict__["__dict__"].__get__(klass).values() if (f := _function_of(value))
+        ]
+        if not functions:
+            continue
+        names = sorted({name for f in functions if (name := spaces.get(id(f.__globals__))) is not None})
+        if names:  # functions of two student modules (one lent its methods to the other's class,
+            return " + ".join(names)  # or had one put in): of neither alone
+        # functions of no student module (torch's, borrowed): only a class of torch's own may say
+        # where it is from; one that claims a student module with none of its code is no one's
+        claimed = str(cls.__module__)
+        return "?" if claimed in spaces.values() else claimed
     return str(cls.__module__)
+
+
+def _function_of(value) -> types.FunctionType | None:
+    """The Python function a class attribute runs, through the wrappers that hold one: staticmethod,
+    classmethod, `functools.partialmethod`/`partial`, a property's getter (hostile12 f1, f2: a class
+    whose methods were all `partialmethod` objects was named by what it said it was)."""
+    for _ in range(8):  # wrappers of wrappers, a few deep; anything deeper is no one's function
+        kind = type(value)  # never `isinstance`, which asks the object's own `__class__`
+        if kind is types.FunctionType:
+            return value
+        if kind is staticmethod or kind is classmethod:
+            value = value.__func__
+        elif kind is functools.partialmethod or kind is functools.partial:
+            value = value.func
+        elif kind is property:
+            value = value.fget
+        else:
+            return None
+    return None
 
 
 def make_sibling_loader(sibling_sources, siblings, owners, student_files, file_owners):
