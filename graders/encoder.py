@@ -80,16 +80,21 @@ def random_state(embed: int, ff: int, rng: torch.Generator) -> dict[str, torch.T
 # ---------------------------------------------------------------- the formula and torch's oracle
 
 
-def _norm_of(z: torch.Tensor, state: dict, name: str, kind: str = "layer") -> torch.Tensor:
-    """LayerNorm `name` with its weights; `kind` "no_affine": without weight and bias; "per_feature":
-    a norm that does not normalise the token (a BatchNorm in eval mode at its initial running
-    statistics, mean 0 and variance 1): each feature only scaled and shifted."""
+def _norm_of(z: torch.Tensor, state: dict, name: str, kind: str = "layer", eps: float = 1e-5) -> torch.Tensor:
+    """LayerNorm `name` with its weights (and `eps`); `kind` "no_affine": without weight and bias;
+    "per_feature": a norm that does not normalise the token (a BatchNorm in eval mode at its initial
+    running statistics, mean 0 and variance 1): each feature only scaled and shifted; "unbiased":
+    written by hand with the unbiased variance (x.var(), which divides by E − 1)."""
     weight, bias = state[f"{name}.weight"].double(), state[f"{name}.bias"].double()
     if kind == "no_affine":
-        return F.layer_norm(z.double(), (z.shape[-1],), None, None, 1e-5)
+        return F.layer_norm(z.double(), (z.shape[-1],), None, None, eps)
     if kind == "per_feature":
-        return z.double() / math.sqrt(1 + 1e-5) * weight + bias
-    return F.layer_norm(z.double(), (z.shape[-1],), weight, bias, 1e-5)
+        return z.double() / math.sqrt(1 + eps) * weight + bias
+    if kind == "unbiased":
+        z = z.double()
+        centred = z - z.mean(-1, keepdim=True)
+        return centred / torch.sqrt(z.var(-1, keepdim=True) + eps) * weight + bias
+    return F.layer_norm(z.double(), (z.shape[-1],), weight, bias, eps)
 
 
 ACTIVATIONS = {
@@ -118,6 +123,8 @@ def forward(
     attention_activation: bool = False,
     input_scale: float = 1.0,
     attention_input: str = "",
+    norm_eps: float = 1e-5,
+    branch_scale: tuple[float, float] = (1.0, 1.0),
 ) -> torch.Tensor:
     """The layer's output in float64 (eval mode: no dropout); the keywords reproduce mistakes:
     `norm_first` (pre-norm), another `activation`, a residual left out, `second_norm` "norm1"
@@ -134,10 +141,13 @@ def forward(
     attention's output before its residual; `input_scale`: the layer's input multiplied by it
     first (x * √d_model, the embedding's scale); `attention_input` "norm1" / "norm2": the attention
     fed that norm of x while the layer stays post-norm; `ff_residual_from` "attention": the second
-    residual adds the attention's output."""
+    residual adds the attention's output; `norm_eps`: both norms' eps (the dropout rate, from
+    nn.LayerNorm(d_model, dropout)); `branch_scale`: the attention's and the feed-forward block's
+    outputs multiplied by these before their residuals (1 − p in eval mode: the paper's test-time
+    rule added to inverted dropout)."""
 
     def _norm(z, state, name):
-        return _norm_of(z, state, name, norm_kind)
+        return _norm_of(z, state, name, norm_kind, norm_eps)
 
     mha_state = {k.removeprefix("self_attn."): v for k, v in state.items() if k.startswith("self_attn.")}
 
@@ -149,13 +159,15 @@ def forward(
         hidden = A.project(t, state, "linear1")  # (B, L, F)
         hidden = act(hidden) if activation_at in ("inner", "both") else hidden
         out = A.project(hidden, state, "linear2")  # (B, L, E)
-        return act(out) if activation_at in ("outer", "both") else out
+        return (act(out) if activation_at in ("outer", "both") else out) * branch_scale[1]
 
     x = x.double() * input_scale
     if norm_first:
         h = x + attention(_norm(x, state, "norm1"))  # (B, L, E)
         return h + feed_forward(_norm(h, state, second_norm or "norm2"))
-    attended = attention(_norm(x, state, attention_input) if attention_input else x)  # (B, L, E)
+    attended = (
+        attention(_norm(x, state, attention_input) if attention_input else x) * branch_scale[0]
+    )  # (B, L, E)
     attended = ACTIVATIONS[activation](attended) if attention_activation else attended
     if norm_inside:
         h = x + _norm(attended, state, "norm1")  # (B, L, E)

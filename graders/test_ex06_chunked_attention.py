@@ -246,6 +246,39 @@ def answers(first, second) -> None:
     expect.responds(first, second, "context")
 
 
+# Trusted code appended to the student's module (`expect.with_definitions`): a check's calls made
+# again in order on the same tensors, as a caller reuses its q, k and v (each remote call hands the
+# worker fresh copies, so a call that writes into an input is invisible across calls). Which inputs a
+# call changed comes back only to name the mistake; the results are judged here.
+IN_SEQUENCE = """
+
+def grader_calls_in_sequence(q, k, v, chunks):
+    import torch as grader_torch
+
+    sent = [t.clone() for t in (q, k, v)]
+    outs, changed, error = [], [], None
+    for chunk in chunks:
+        try:
+            outs.append(chunked_attention(q, k, v, chunk))
+        except Exception as exc:
+            error = type(exc).__name__ + ": " + str(exc)[:300]
+            break
+        changed.append([not grader_torch.equal(a, b) for a, b in zip(sent, (q, k, v))])
+    return outs, changed, error
+"""
+SEQUENCE_TEXT = Text(
+    zh="在同一组 q、k、v 上依次调用（先 chunk_size={first}，之后 chunk_size={chunk}），后一次的结果与单独调用时不同{detail}。",
+    en="Called in turn on the same q, k, v (chunk_size={first} first, later chunk_size={chunk}), the later call's"
+    " result differs from what that call gives on its own{detail}.",
+)
+SEQUENCE_DETAIL = {
+    "changed": Text(
+        zh="：之前的调用改写了调用者的 {names}", en=": the calls before it changed the caller's {names}"
+    ),
+    "raised": Text(zh="；它出错了（{error}）", en="; it raised ({error})"),
+}
+
+
 BAD_CHUNK_TEXT = Text(
     zh="chunked_attention(..., chunk_size={chunk}) 应抛出 ValueError（块大小必须是正整数），实际：{got}。",
     en="chunked_attention(..., chunk_size={chunk}) should raise ValueError (a chunk size is a positive"
@@ -264,6 +297,47 @@ EXTRA_OUTPUTS_TEXT = Text(
     " it should return the context tensor alone.",
 )
 BY_HAND = expect.by_hand_rule(Text(zh="自己实现分块注意力", en="build chunked attention yourself"))
+
+
+def in_sequence(student, q, k, v, chunks, fresh):
+    """The calls `chunks` made again in turn on the same q, k, v: each after the first must give what
+    it gave on fresh copies (`fresh`, already judged), or the formula, or the first call's result (the
+    check's own reading). A call that writes into an input (k_chunk *= scale on a view of k, say) leaves
+    the next one wrong: named when the trusted side sees which input changed."""
+    probe = expect.with_definitions(student, IN_SEQUENCE, "in_sequence")
+    outs, changed, error = probe.grader_calls_in_sequence(q, k, v, list(chunks))
+    shape = (*q.shape[:-1], v.shape[-1])
+    first = as_meant(outs[0], shape) if outs else None
+    for i, chunk in enumerate(chunks[1:], start=1):
+        names = (
+            ", ".join(n for n, c in zip("qkv", changed[i - 1], strict=True) if c)
+            if i - 1 < len(changed)
+            else ""
+        )
+        if i < len(outs):
+            got = as_meant(outs[i], shape)
+            if any(nan_alike(got, ok) or fits(got, ok) for ok in (fresh[i], first, A.attention(q, k, v)[0])):
+                continue
+            detail = {"zh": "", "en": ""}
+        else:
+            detail = {
+                lang: SEQUENCE_DETAIL["raised"](lang).format(error=error or "?") for lang in ("zh", "en")
+            }
+        if names:
+            detail = {
+                lang: SEQUENCE_DETAIL["changed"](lang).format(names=names) + detail[lang]
+                for lang in ("zh", "en")
+            }
+        text = Text(**{lang: SEQUENCE_TEXT(lang).format(first=chunks[0], chunk=chunk, detail=detail[lang])
+                       for lang in ("zh", "en")})  # fmt: skip
+        expect.fail(text, "input_changed_in_place" if names else None, names=names)
+
+
+def fits(got, expected) -> bool:
+    return (
+        isinstance(got, torch.Tensor) and isinstance(expected, torch.Tensor) and got.shape == expected.shape
+        and expect.error_ratio(got.double(), expected.double(), 1e-4, 1e-5) <= 1
+    )  # fmt: skip
 
 
 @check("chunked_shapes")
@@ -307,7 +381,10 @@ def test_chunked_partial_last_chunk(student, rng):
     shapes, chunk = PARTIAL
     q, k, v = qkv(rng, shapes)
     one_chunk = context(student, q, k, v, k.shape[-2])  # all S keys at once: no last chunk to drop
-    compare(context(student, q, k, v, chunk), q, k, v, chunk, readings=[one_chunk])
+    got = context(student, q, k, v, chunk)
+    compare(got, q, k, v, chunk, readings=[one_chunk])
+    # the same two calls in turn on one q, k, v, as a caller makes them: the first must leave them usable
+    in_sequence(student, q, k, v, [k.shape[-2], chunk], [one_chunk, got])
 
 
 @check("chunked_chunk_extremes")
@@ -315,6 +392,7 @@ def test_chunked_chunk_extremes(student, rng):
     shapes, middle, extremes = EXTREMES
     q, k, v = qkv(rng, shapes)
     own = context(student, q, k, v, middle)
+    results = [own]
     for chunk in extremes:
         try:
             got = context(student, q, k, v, chunk)
@@ -324,6 +402,8 @@ def test_chunked_chunk_extremes(student, rng):
                 exc.diagnosis_params = {"chunk": chunk, "keys": k.shape[-2]}
             raise
         compare(got, q, k, v, chunk, readings=[own], name=f"context (chunk_size={chunk})")
+        results.append(got)
+    in_sequence(student, q, k, v, [middle, *extremes], results)  # the same calls in turn on one q, k, v
 
 
 @check("chunked_very_negative_scores")

@@ -38,6 +38,10 @@ KNOWN_ERRORS = {
     # autograd refuses an in-place write into a leaf that requires grad: the input x given to forward
     # (`enc_eval_deterministic` passes one), or a parameter
     "input_changed_in_place": r"a leaf Variable that requires grad is being used in an in-place operation",
+    # a LayerNorm and what it normalises of different widths (a norm built dim_feedforward wide, or fed
+    # the feed-forward block's hidden activations)
+    "norm_wrong_width": r"Given normalized_shape=\[\d+\], expected input with shape \[\*, \d+\]|"
+    r"size mismatch for norm[12]\.(weight|bias)",  # the grader's (d_model,) weights do not fit the norm
 }  # fmt: skip
 SITES = {  # probe -> (where, in en and zh; share zeroed; scale of what is kept)
     "attention": ("after the attention (dropout1)", "注意力之后（dropout1）", P, 1 / (1 - P)),
@@ -113,7 +117,10 @@ def build(module, embed, heads, ff, dropout):
         raise
 
 
-def student_layer(module, rng, batch, length, embed, heads, ff, *, state=None, x=None, dropout=0.1,
+DROPOUT = 0.1  # the layers' dropout rate where a check gives none
+
+
+def student_layer(module, rng, batch, length, embed, heads, ff, *, state=None, x=None, dropout=DROPOUT,
                   properties=False, train=False):  # fmt: skip
     """The student's TransformerEncoderLayer(embed, heads, ff, dropout) with seeded weights (or `state`)
     in eval mode (or train mode), and x."""
@@ -182,6 +189,16 @@ def variants(x: torch.Tensor, state: dict[str, torch.Tensor], heads: int) -> dic
     """`E.variants`, and the layer run on x read sequence first, (L, B, E): every step but the
     attention works per token, so that is the attention across the batch elements at each position."""
     out = E.variants(x, state, heads)
+    # the layers of these checks are built with dropout DROPOUT: nn.LayerNorm(d_model, dropout) takes it
+    # for eps; 1 − p is the keep probability the paper's test-time rule scales by
+    out["norm_eps_from_dropout"] = E.forward(x, state, heads, norm_eps=DROPOUT)
+    out["layer_norm_unbiased"] = [
+        E.forward(x, state, heads, norm_kind="unbiased", norm_eps=e) for e in (1e-5, 0)
+    ]
+    keep = 1 - DROPOUT
+    out["eval_scaled_by_keep_prob"] = [
+        E.forward(x, state, heads, branch_scale=scales) for scales in ((keep, keep), (keep, 1.0), (1.0, keep))
+    ]
     out["sequence_first_layout"] = E.forward(x.transpose(0, 1), state, heads).transpose(0, 1)
     return out
 
@@ -227,9 +244,12 @@ def test_enc_structure(student):
     # norm1 and norm2 there, without their weight and bias (LayerNorm(d_model, elementwise_affine=False))
     no_affine = bool(missing) and set(missing) <= {f"norm{i}.{p}" for i in (1, 2) for p in ("weight", "bias")}
     no_affine = no_affine and {name.rsplit(".", 1)[0] for name in missing} <= set(modules)
+    # ... or there, of another width than d_model (LayerNorm(dim_feedforward), say): not the affine missing
+    norm_width = no_affine and all(name in params for name in missing)
     diagnosis = (
         "ff_linear_without_bias" if no_bias
         else "ff_sizes_wrong" if ff_sizes
+        else "norm_wrong_width" if norm_width
         else "norm_without_affine" if no_affine
         else None
     )  # fmt: skip

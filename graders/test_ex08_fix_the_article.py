@@ -39,6 +39,10 @@ PAPER_HEADS = 8  # d_k = d_model / h with the paper's h = 8: a d_k that is not t
 LAYERS = ["W_q", "W_k", "W_v"]
 WIDER = 4  # the widened layer's d_k, in multiples of d_k: its scale is half as large
 BOOST = 16  # queries scaled up when halving them changes nothing (scores rounded with //, all small)
+SHAPE_ERRORS = (  # torch's messages for a product whose operands' shapes do not fit
+    r"Expected size for first two dimensions of batch2 tensor|mat1 and mat2 shapes cannot be multiplied|"
+    r"must match the size of tensor b|expected size|cannot be broadcast"
+)
 KNOWN_ERRORS = {
     "math_not_imported": r"name 'math' is not defined",
     "dk_undefined": r"name 'd_k' is not defined",
@@ -55,6 +59,17 @@ KNOWN_ERRORS = {
     # the scores' product taken with the input x (d_model features) where the keys k (d_k) belong
     "keys_from_input": r"(?s)(Expected size for first two dimensions of batch2 tensor|mat1 and mat2 shapes cannot be"
     r" multiplied|must match the size of tensor b).*\n[^\n]*(matmul|@|bmm|einsum)[^\n]*\bx\s*\.\s*(transpose|permute|mT\b|T\b)",
+    # the keys transposed on axes other than the last two: k.transpose(0, 1) (batch and sequence), k.T
+    # (every axis reversed), a permute; the scores' product then does not fit (B, L ≠ d_k here)
+    "keys_transposed_wrong_axes": rf"(?s)({SHAPE_ERRORS}).*\n[^\n]*(matmul|@|bmm)[^\n]*\bk(ey|eys)?\s*\.\s*"
+    r"(transpose\(\s*(0\s*,\s*[12]|[12]\s*,\s*0|0\s*,\s*-[12]|-[12]\s*,\s*0|-1\s*,\s*1|1\s*,\s*-1|-2\s*,\s*-3|-3\s*,\s*-2)\s*\)"
+    r"|T\b|permute\((?!\s*0\s*,\s*2\s*,\s*1\s*\))|t\(\))",
+    # v transposed in the context's product, as k is in the scores': (B, L, L) @ (B, d_k, L) does not fit
+    "value_transposed": rf"(?s)({SHAPE_ERRORS}).*\n[^\n]*(matmul|@|bmm)[^\n]*\bv(al|alue|alues)?\s*\.\s*"
+    r"(transpose|permute|mT\b|T\b|t\(\))",
+    # the root taken with cmath (import cmath as math, say): a complex scale makes the scores complex
+    "complex_scale": r"not implemented for 'Complex(Float|Double|Half)'|c10::complex|ComplexFloat|ComplexDouble|"
+    r"can't convert complex|complex (numbers|values) (are|is) not supported",
 }
 SCALE_MISTAKES = [
     "scale_uses_batch",
@@ -315,6 +330,64 @@ def shaped_as_context(got, x, d_k: int, finite: bool = False):
     return expect.tensor(got, "context", expected, finite=finite)
 
 
+AGAIN_TEXT = Text(
+    zh="同一个层第二次在同一个输入上调用，得到的 context 与第一次不同（最大差 {err:.3g}）：第一次调用改变了这个层，下一次调用读到的是改过的东西。",
+    en="Called a second time on the same input, the same layer gives another context than its first call (largest"
+    " difference {err:.3g}): the first call changed the layer, and the next call reads what it changed.",
+)
+LATER_TEXT = Text(
+    zh="已经调用过一次的层在另一个长度（L = {length}）的输入上给出的 context，与一个权重相同、新建的层不同（{got}）：前面的调用在层上留下了东西，这次调用还在用它。",
+    en="Called on an input of another length (L = {length}), the layer that already ran once gives another context"
+    " than a freshly built layer with the same weights ({got}): an earlier call left something on the layer"
+    " that this call still uses.",
+)
+LATER_LENGTH = 3  # the second input's extra positions: another shape than the first call's
+
+
+def called_again(student, layer, state, x, first) -> None:
+    """The layer that answered `first` on x, called again: on x, it must answer the same; on an input
+    of another length, what a fresh layer with the same weights answers (or the formula). Each
+    check's layers are otherwise called once, so a forward that changes the layer (self.d_k
+    overwritten with its root, a shape or mask kept from the first call) would never show."""
+    again = context_of(layer, x)
+    if not close_to(again, first):
+        err = expect.largest_difference(again, first) if same_shape(again, first) else float("nan")
+        expect.fail(AGAIN_TEXT.format(err=err), "forward_changes_state")
+    batch, length, d_model = x.shape
+    d_k = state["W_q.weight"].shape[0]
+    other = torch.randn(
+        batch, length + LATER_LENGTH, d_model, generator=torch.Generator().manual_seed(LATER_LENGTH)
+    )
+    fresh_layer, _, _ = student_layer(student, None, batch, length, d_model, d_k, state=state, x=other)
+    try:
+        later = context_of(layer, other)
+    except StudentCodeError as exc:
+        try:
+            context_of(fresh_layer, other)
+        except StudentCodeError:
+            raise exc from None
+        if exc.diagnosis is None:
+            exc.diagnosis = "forward_changes_state"
+        raise
+    fresh = context_of(fresh_layer, other)
+    if close_to(later, fresh) or close_to(later, formula(other, state)):
+        return
+    got = f"{expect.largest_difference(later, fresh):.3g}" if same_shape(later, fresh) else describe(later)
+    expect.fail(LATER_TEXT.format(length=length + LATER_LENGTH, got=got), "forward_changes_state")
+
+
+def same_shape(a, b) -> bool:
+    return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape
+
+
+def close_to(got, expected) -> bool:
+    return same_shape(got, expected) and expect.error_ratio(got.double(), expected.double(), 1e-4, 1e-5) <= 1
+
+
+def describe(got) -> str:
+    return f"shape {tuple(got.shape)}" if isinstance(got, torch.Tensor) else type(got).__name__
+
+
 def compare(layer, state, x, evidence=None, later_dk=None):
     got = shaped_as_context(context_of(layer, x), x, state["W_q.weight"].shape[0])
     expected = formula(x, state)
@@ -327,6 +400,7 @@ def compare(layer, state, x, evidence=None, later_dk=None):
         variants=partial(variants, x, state, later_dk=later_dk),
         estimators=[random_in_eval(layer, x), scale_estimator(x, state)],
     )
+    return got
 
 
 def last_built_after(configs, i: int) -> int | None:
@@ -471,7 +545,8 @@ def test_fix_matches_formula(student, rng, evidence):
     # every layer built before any is used: each must keep its own d_k whatever is built after it
     built = [student_layer(student, rng, *config) for config in CONFIGS]
     for i, (layer, state, x) in enumerate(built):
-        compare(layer, state, x, evidence if i == 0 else None, later_dk=last_built_after(CONFIGS, i))
+        got = compare(layer, state, x, evidence if i == 0 else None, later_dk=last_built_after(CONFIGS, i))
+        called_again(student, layer, state, x, got)  # a second call: the first must leave the layer as it was
 
 
 @check("fix_matches_reference")
@@ -491,3 +566,4 @@ def test_fix_matches_reference(student, reference, rng):
             variants=partial(variants, x, state, later_dk=last_built_after(HIDDEN_CONFIGS, i)),
             estimators=[random_in_eval(layer, x), scale_estimator(x, state)],
         )
+        called_again(student, layer, state, x, got)

@@ -55,6 +55,12 @@ COMMON_DIAGNOSES: dict[str, DiagnosisSpec] = {
             en="This line does floating-point work (a division, a square root, a product with a float tensor …) on an integer tensor: use float tensors (dtype=torch.float32, or .float()).",
         )
     ),
+    "complex_numbers": DiagnosisSpec(
+        message=Text(
+            zh="这一行遇到了复数张量（ComplexFloat/ComplexDouble），而它只接受实数：多半是某个数来自 cmath（cmath.sqrt 即使对正数也返回复数；import cmath as math 也一样），或者在 Python 里对负数取了分数次幂。用 math 模块（math.sqrt）或实数运算。",
+            en="That line met a complex tensor (ComplexFloat or ComplexDouble) where only real ones are accepted: most likely a number came from cmath (cmath.sqrt returns a complex number even for a positive one, and so does `import cmath as math`), or a negative number was raised to a fractional power in Python. Use the math module (math.sqrt) or real arithmetic.",
+        )
+    ),
     "number_not_tensor": DiagnosisSpec(
         message=Text(
             zh="一个 torch 函数拿到的是 Python 数字而不是张量：普通数字用 math.sqrt 之类（或先 torch.tensor(...)）。",
@@ -210,6 +216,8 @@ COMMON_ERRORS: dict[str, str] = {
     "integer_tensor": r"not implemented for '(Long|Int|Short|Byte)'|desired output type (Long|Int)|"
     r"expected scalar type (Long|Int)|(Float|Double) did not match (Long|Int)|(Long|Int) did not match (Float|Double)|"
     r"same dtype, but got: (float|double) != long|same dtype, but got: long int != (float|double)",
+    "complex_numbers": r"not implemented for 'Complex(Float|Double|Half)'|c10::complex<|"
+    r"can't convert complex to float|complex (numbers|values) (are|is) not supported",
     "number_not_tensor": r"must be Tensor, not (int|float)",
     "bmm_needs_3d": r"batch[12] must be a 3D tensor",
     "attribute_never_set": r"^AttributeError: '(?!Tensor'|tuple'|list'|int'|float'|NoneType'|dict'|str'|module')\w+' object has no attribute",
