@@ -227,6 +227,19 @@ def other_size(got, seq_len: int, d_model: int) -> dict[str, tuple[int, int]]:
     return {"pe_table_of_other_size": (rows, cols)}
 
 
+def params_swapped(table, seq_len: int, d_model: int) -> bool:
+    """The table of d_model positions of width seq_len: the right table for the two sizes swapped, as
+    a function whose parameters are written (d_model, seq_len) computes it (not a transpose)."""
+    return (
+        isinstance(table, torch.Tensor)
+        and table.dim() == 2
+        and seq_len != d_model
+        and tuple(table.shape) == (d_model, seq_len)
+        and table.is_floating_point()
+        and torch.allclose(table.detach().double(), P.sinusoidal(d_model, seq_len), rtol=0, atol=PE_ATOL)
+    )
+
+
 def as_numbers(got):
     """An integer tensor as float64: whole numbers are still a table of numbers (the value checks
     charge them); anything else as it is."""
@@ -253,6 +266,10 @@ def student_pe(student, seq_len, d_model, *, as_meant=True):
         )
     if as_meant and table.dim() > 2 and [n for n in table.shape if n != 1] == [seq_len, d_model]:
         table = table.reshape(seq_len, d_model)  # an axis of size 1 to spare (a batch axis, say)
+    if params_swapped(table, seq_len, d_model):  # no reading of it is this table: the sizes are swapped
+        expect.tensor(
+            table, name, (seq_len, d_model), shape_variants={"pe_params_swapped": (d_model, seq_len)}
+        )
     if as_meant and seq_len != d_model and tuple(table.shape) == (d_model, seq_len):
         table = table.T
     if as_meant and table.dim() == 2 and table.shape[0] > seq_len and table.shape[1] == d_model:
@@ -370,7 +387,8 @@ def test_order_answer(student):
     answer = student.ORDER_CHANGES_CONTEXT
     if answer is None:
         raise StudentNotImplemented(say("check.not_implemented", name="ORDER_CHANGES_CONTEXT"))
-    expect.true(type(answer) is bool, NOT_BOOL_TEXT.format(got=repr(answer)[:60]))
+    expect.true(type(answer) is bool, NOT_BOOL_TEXT.format(got=repr(answer)[:60]),
+                "answer_is_string" if isinstance(answer, str) else None)  # fmt: skip
     expect.true(answer is False, WRONG_ANSWER_TEXT, "order_answer_wrong")
 
 
@@ -400,7 +418,8 @@ def test_pe_shapes(student):
         name = f"sinusoidal_positional_encoding({seq_len}, {d_model})"
         got = student.sinusoidal_positional_encoding(seq_len, d_model)
         got = as_numbers(got)  # the shape is judged here; whole numbers are charged by the value checks
-        wrong = {"pe_transposed": (d_model, seq_len), "pe_extra_row": (seq_len + 1, d_model)}
+        swapped = "pe_params_swapped" if params_swapped(got, seq_len, d_model) else "pe_transposed"
+        wrong = {swapped: (d_model, seq_len), "pe_extra_row": (seq_len + 1, d_model)}
         if columns_sliced(got, seq_len, d_model):
             wrong["pe_sliced_columns"] = tuple(got.shape)
         wrong |= other_size(got, seq_len, d_model)
@@ -429,7 +448,8 @@ def test_pe_first_row(student):
 def test_pe_sin_even_cos_odd(student):
     for seq_len, d_model in ((12, 10), (7, 16)):
         name = f"sinusoidal_positional_encoding({seq_len}, {d_model})"
-        if other_size(as_numbers(student.sinusoidal_positional_encoding(seq_len, d_model)), seq_len, d_model):
+        got = as_numbers(student.sinusoidal_positional_encoding(seq_len, d_model))
+        if other_size(got, seq_len, d_model) or params_swapped(got, seq_len, d_model):
             continue  # the right table for other sizes (`pe_shapes` charges them): its columns are right
         table, name = student_pe(student, seq_len, d_model)
         check_pe_structure(table, name, d_model)

@@ -205,6 +205,30 @@ COMMON_DIAGNOSES: dict[str, DiagnosisSpec] = {
             en="That line asks a tensor with several values for one True/False (`if t:`, `if not t:`, `and`/`or`), which Python cannot answer. To test whether an argument was given, write `if t is None`; to test its values, use .any() or .all().",
         )
     ),
+    "float64_mixed_with_float32": DiagnosisSpec(
+        message=Text(
+            zh="这一行把一个 float64（Double）张量和一个 float32（Float）张量放在一起运算，torch 不会替你统一类型：某处把 dtype 写死了，比如 .double()、.float()、层或张量上的 dtype=torch.float64，或者由 numpy 数组（默认 float64）转来的张量，而另一个操作数是输入的 dtype。去掉这次转换，新建张量时用 dtype=x.dtype（输入的 dtype）。",
+            en="That line combines a float64 tensor (Double) with a float32 one (Float), and torch will not convert one for you: somewhere a dtype was fixed by hand (.double(), .float(), dtype=torch.float64 on a layer or a tensor, a tensor made from a numpy array, which is float64) while the other operand has the input's dtype. Drop the cast and make new tensors with dtype=x.dtype, the input's.",
+        )
+    ),
+    "arange_bounds_reversed": DiagnosisSpec(
+        message=Text(
+            zh="torch.arange(start, end, step) 从 start 走到 end（不含 end）：这里的 start 与 end 的顺序和步长的方向对不上。只给两个数时，第一个是起点，不是终点；要带步长就写全三个数，例如 torch.arange(0, d_model, 2)。",
+            en="torch.arange(start, end, step) counts from start up to end (end left out), and here the step cannot get from start to end. With two numbers the first is the start, not the end; with a step, write all three: torch.arange(0, d_model, 2).",
+        )
+    ),
+    "write_overlaps_input": DiagnosisSpec(
+        message=Text(
+            zh="这一行写入的张量与被写入的值共用同一块内存（例如 result = x，或 x 的视图 x.T、x[...]，再写 result[idx] = x）：写入会覆盖还没读到的值，torch 拒绝执行。写进一个新张量（torch.empty_like(x) 或 x.clone()），也不要改写调用者传进来的输入。",
+            en="That line writes into a tensor that shares its memory with the values being written (result = x, or a view of x such as x.T or x[...], then result[idx] = x): the writes would overwrite values not read yet, so torch refuses. Write into a new tensor (torch.empty_like(x) or x.clone()), and never into the caller's input.",
+        )
+    ),
+    "iterator_used_twice": DiagnosisSpec(
+        message=Text(
+            zh="zip(..., strict=True) 遇到了长度不同的两个序列：其中一个比应有的短，常常是空的，因为它来自一个已经被遍历过的生成器或迭代器（(… for …) 表达式、map()、filter()、zip()）。这类对象只能遍历一次：sum(g) 之后再遍历 g 就什么也没有了。需要用两次的值请存进列表（[… for …]）；否则就是两个序列本来就不一样长，打印它们的长度看看。",
+            en="zip(..., strict=True) met sequences of different lengths: one is shorter than it should be, often empty, because it came from a generator or iterator already gone through (a (… for …) expression, map(), filter(), zip()). Those can be traversed once only: after sum(g), a second pass over g finds nothing. Keep values you need twice in a list ([… for …]); otherwise the two really differ in length: print their lengths.",
+        )
+    ),
 }
 
 
@@ -247,6 +271,12 @@ COMMON_ERRORS: dict[str, str] = {
     r"stack expects each tensor to be equal size|cannot be broadcast|shape mismatch",
     "tensor_truth_value": r"Boolean value of Tensor with more than one value is ambiguous|"
     r"truth value of an array with more than one element is ambiguous",
+    "float64_mixed_with_float32": r"expected scalar type (Double|Float) but found (Float|Double)|"
+    r"same dtype, but got (Float and Double|Double and Float)|same dtype, but got: (double != float|float != double)|"
+    r"Found dtype (Double|Float) but expected (Float|Double)|(Float|Double) did not match (Double|Float)",
+    "arange_bounds_reversed": r"upper bound and lower bound inconsistent with step sign",
+    "write_overlaps_input": r"some elements of the input tensor and the written-to tensor refer to a single memory location",
+    "iterator_used_twice": r"zip\(\) argument \d+ is (longer|shorter) than argument",
 }
 
 
