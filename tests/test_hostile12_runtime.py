@@ -184,6 +184,11 @@ class Inherits(Base):
 class Borrowed(torch.nn.Module):
     __module__ = "{EX4}"
     forward = torch.nn.Identity.forward
+
+
+class BorrowedUnloaded(torch.nn.Module):
+    __module__ = "ex04_never_imported"
+    forward = torch.nn.Identity.forward
 """,
         spaces,
         Base=ex4["SimpleMultiHeadAttention"],
@@ -193,6 +198,7 @@ class Borrowed(torch.nn.Module):
     assert _defined_in(claimed["Sub"], spaces) == EX7
     assert _defined_in(claimed["Inherits"], spaces) == EX4  # no code of its own: the parent's
     assert _defined_in(claimed["Borrowed"], spaces) == "?"
+    assert _defined_in(claimed["BorrowedUnloaded"], spaces) == "?"
     assert _defined_in(torch.nn.Linear, spaces) == "torch.nn.modules.linear"
     mixed = types.new_class("Mixed", (torch.nn.Module,))
     mixed.forward = ex4["SimpleMultiHeadAttention"].forward

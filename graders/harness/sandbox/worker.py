@@ -356,7 +356,8 @@ def _defined_in(cls, spaces: dict[int, str]) -> str:
     names the module: the student module (`spaces`: id of the namespace of an exercise's module,
     or of the copy of a file one imported -> its name) those functions run in, all of them joined
     where they run in two; a class of no student module (torch's) is named by its `__module__`, and
-    one whose functions are none a student module's but which claims one is named "?"."""
+    one whose functions are none a student module's but which claims a student module, or a module
+    not loaded, is named "?"."""
     for klass in type.__dict__["__mro__"].__get__(cls):
         functions = [
             f for value in type.__dict__["__dict__"].__get__(klass).values() if (f := _function_of(value))
@@ -366,10 +367,13 @@ def _defined_in(cls, spaces: dict[int, str]) -> str:
         names = sorted({name for f in functions if (name := spaces.get(id(f.__globals__))) is not None})
         if names:  # functions of two student modules (one lent its methods to the other's class,
             return " + ".join(names)  # or had one put in): of neither alone
-        # functions of no student module (torch's, borrowed): only a class of torch's own may say
-        # where it is from; one that claims a student module with none of its code is no one's
+        # functions of no student module (torch's, borrowed): only a class of a library's own may
+        # say where it is from (a module the interpreter loaded that is not a student's); one that
+        # claims any other module, with none of its code, is no one's
         claimed = str(cls.__module__)
-        return "?" if claimed in spaces.values() else claimed
+        library = sys.modules.get(claimed)
+        space = getattr(library, "__dict__", None) if type(library) is types.ModuleType else None
+        return claimed if type(space) is dict and id(space) not in spaces else "?"
     return str(cls.__module__)
 
 
