@@ -204,3 +204,9 @@ class BorrowedUnloaded(torch.nn.Module):
     mixed.forward = ex4["SimpleMultiHeadAttention"].forward
     mixed.extra = claimed["_forward"]
     assert _defined_in(mixed, spaces) == f"{EX4} + {EX7}"
+    # hostile13 f1: exercise 7's code given exercise 4's module dict as its globals
+    files = {id(ex4): f"{EX4}.py", id(claimed): f"{EX7}.py"}
+    forged = types.new_class("Forged", (torch.nn.Module,))
+    forged.forward = types.FunctionType(claimed["_forward"].__code__, ex4)
+    assert _defined_in(forged, spaces, files) == "?"
+    assert _defined_in(ex4["SimpleMultiHeadAttention"], spaces, files) == EX4

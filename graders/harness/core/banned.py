@@ -37,6 +37,7 @@ from __future__ import annotations
 import ast
 import fnmatch
 import functools
+import itertools
 import re
 import threading
 from collections.abc import Sequence
@@ -56,7 +57,7 @@ DUNDERS = {
     "__dict__", "__closure__", "__annotations__", "__wrapped__", "__code__", "__globals__", "__builtins__",
     "__getattribute__", "__import__", "__subclasses__", "__mro__", "__bases__", "__base__", "__func__",
     "__defaults__", "__kwdefaults__", "__loader__", "__spec__", "__self__", "__setattr__", "__delattr__",
-    "__getattr__",
+    "__getattr__", "__match_args__", "__instancecheck__", "__subclasscheck__",
 }  # fmt: skip
 NAMESPACE_ROOTS = ("torch", "numpy")
 # detours: a module through another, the interpreter's object graph, frames and closure cells
@@ -69,6 +70,9 @@ INDIRECT_ATTRS = {
     # an unpickler runs any callable a pickle names, reached through whatever module holds one
     # (`torch.distributed.distributed_c10d._unpickler`: hostile12 M)
     "Unpickler", "_unpickler", "find_class", "loads", "persistent_load", "copyreg", "_pickle",
+    # reads attributes named by strings: update_wrapper(sink, obj, assigned=(name,)) (hostile13 V3);
+    # runs torch's kernels through functorch's own batched keys (vmap: hostile13 V1)
+    "update_wrapper", "vmap",
 }  # fmt: skip
 # modules off the import allow-list that allowed modules hold as attributes (`torch.os`,
 # `torch.ctypes`, `dataclasses.inspect`): a module reached through another, like `.sys`
@@ -91,14 +95,20 @@ EVAL_GADGETS = {
 }  # fmt: skip
 TORCH_GADGETS = {
     "jit", "library", "ops", "fx", "compile", "overrides", "export", "hub", "package", "load",
-    "serialization",
+    "serialization", "func", "vmap", "_functorch",
 }  # fmt: skip
+BUILTIN_TYPES = {
+    "int", "float", "complex", "str", "bytes", "bytearray", "bool", "list", "tuple", "dict", "set",
+    "frozenset",
+}  # fmt: skip
+# what decides which attribute a class pattern reads and what it matches (hostile13 V2)
+MATCH_HOOKS = {"__match_args__", "__instancecheck__", "__subclasscheck__"}
 # calls that give an object an attribute named by a string
 REGISTERS = {"setattr", "register_buffer", "register_parameter", "register_module", "add_module"}
 DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 INDIRECT_NAMES = {
-    "sys", "gc", "inspect", "attrgetter", "methodcaller", "get_objects", "_getframe",
-    "Formatter", "get_field", "_builtin_ops", "_builtins", "_jit_get_operation",
+    "sys", "gc", "inspect", "attrgetter", "methodcaller", "get_objects", "_getframe", "update_wrapper",
+    "vmap", "Formatter", "get_field", "_builtin_ops", "_builtins", "_jit_get_operation",
 }  # fmt: skip
 INDIRECT_STRINGS = INDIRECT_ATTRS | EVAL_GADGETS | {"modules", "gc", "inspect"}
 
@@ -300,6 +310,7 @@ class _Scan:
         }  # fmt: skip
         self.torch_names = self._torch_names(nodes)
         self.called = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
+        self.roots: dict[int, str | None] = {}  # id of a node -> its `_root` (`root`)
         # private names the module gives its own objects: its methods, the attributes it sets, and
         # those it registers by name (`register_buffer("_mask", …)`, `setattr(self, "_x", …)`)
         classes = [n for n in nodes if isinstance(n, ast.ClassDef)]
@@ -333,7 +344,23 @@ class _Scan:
         return names
 
     def is_namespace(self, node: ast.AST) -> bool:
-        return _root(node) in self.torch_names or _root(node) in NAMESPACE_ROOTS
+        root = self.root(node)
+        return root in self.torch_names or root in NAMESPACE_ROOTS
+
+    def root(self, node: ast.AST) -> str | None:
+        """`_root`, remembered for every link of a chain it walks: asked of each link of an
+        attribute chain thousands long, `_root` alone was quadratic (hostile13 d1)."""
+        chain = []
+        while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)) and id(node) not in self.roots:
+            chain.append(node)
+            node = node.value if not isinstance(node, ast.Call) else node.func
+        if id(node) in self.roots:
+            found = self.roots[id(node)]
+        else:
+            found = node.id if isinstance(node, ast.Name) else None
+        for link in chain:
+            self.roots[id(link)] = found
+        return found
 
     def add(self, kind: Kind, what: str, node: ast.AST) -> None:
         self.found.append(Finding(kind, what, getattr(node, "lineno", 0)))
@@ -362,6 +389,10 @@ class _Scan:
                     self.add("dynamic", f"import {a.name}", node)
                 elif INDIRECT_MODULES & set(a.name.split(".")[1:]) or _torch_gadget(a.name.split(".")):
                     self.add("indirect", f"import {a.name}", node)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in MATCH_HOOKS:
+            self.add("dynamic", f"def {node.name}", node)  # decides what a class pattern matches
+        elif isinstance(node, ast.Name) and node.id in MATCH_HOOKS:
+            self.add("dynamic", node.id, node)  # `__match_args__ = (…)`: what `case C(x)` reads
         elif isinstance(node, ast.Name):
             if _matches(node.id, self.patterns) and node.id not in self.defined:
                 self.add("banned", node.id, node)
@@ -375,7 +406,11 @@ class _Scan:
             self.call(node)
         elif isinstance(node, ast.MatchClass):  # case object(name=x): fetches the attribute `name`
             for attr in node.kwd_attrs:
-                self.named(attr, f"{ast.unparse(node.cls)}({attr}=…)", node)
+                self.named(attr, f"{_text(node.cls)}({attr}=…)", node)
+            if node.patterns and not (isinstance(node.cls, ast.Name) and node.cls.id in BUILTIN_TYPES):
+                # case C(x): fetches the attribute named by C.__match_args__, which a class can
+                # compute, and C's metaclass decides what matches (hostile13 V2)
+                self.add("dynamic", f"{_text(node.cls)}(…) (positional class pattern)", node)
         elif isinstance(node, ast.keyword) and node.arg is not None:  # f(name=…): a name, as written
             if _matches(node.arg, self.patterns):
                 self.add("banned", f"{node.arg}=…", node)
@@ -397,14 +432,14 @@ class _Scan:
             targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
             for target in targets:
                 if isinstance(target, ast.Attribute) and self.is_namespace(target.value):
-                    self.add("dynamic", f"{ast.unparse(target)} = …", target)
+                    self.add("dynamic", f"{_text(target)} = …", target)
 
     def attribute(self, node: ast.Attribute) -> None:
         own = isinstance(node.value, ast.Name) and node.value.id in OWN_NAMES and id(node) in self.own_nodes
         called = id(node) in self.called
         if not own and self.is_namespace(node.value) and (_private(node.attr) or node.attr in TORCH_GADGETS):
             if not _matches(node.attr, self.patterns):  # a private name of torch, or a door to kernels
-                self.add("indirect", ast.unparse(node), node)
+                self.add("indirect", _text(node), node)
                 return
         if (
             not own
@@ -414,27 +449,31 @@ class _Scan:
         ):
             # a private name the module never defines, whatever it is read from: torch's, reached
             # through a subscript, a call or a container (`[torch.x][0]._priv`: hostile12 N)
-            self.add("indirect", ast.unparse(node)[:80], node)
+            self.add("indirect", _text(node), node)
             return
         if node.attr == "aten" and _last(node.value) == "ops" and not self.is_namespace(node.value):
-            self.add("indirect", ast.unparse(node), node)  # `<anything>.ops.aten`: the operator table
+            self.add("indirect", _text(node), node)  # `<anything>.ops.aten`: the operator table
             return
-        self.named(node.attr, ast.unparse(node), node, own=own, called=called)
+        self.named(node.attr, None, node, own=own, called=called)
 
-    def named(self, attr: str, what: str, node: ast.AST, own: bool = False, called: bool = False) -> None:
-        """`attr` is fetched as an attribute (`x.attr`, or a class pattern `case C(attr=…)`)."""
+    def named(
+        self, attr: str, what: str | None, node: ast.AST, own: bool = False, called: bool = False
+    ) -> None:
+        """`attr` is fetched as an attribute (`x.attr`, or a class pattern `case C(attr=…)`); `what`
+        is the finding's text (None: `node` as written, made only for a finding)."""
+        kind: Kind | None = None
         if _matches(attr, self.patterns) and not (own and attr in self.defined):
-            self.add("banned", what, node)  # `self.<banned>` is the student's only if they define it
+            kind = "banned"  # `self.<banned>` is the student's only if they define it
         elif attr in KERNEL_DOORS and attr not in self.defined:
-            self.add("indirect", what, node)
-        elif attr in DUNDERS:
-            self.add("dynamic", what, node)
-        elif attr in DYNAMIC_NAMES or attr in ("functional_call", "import_module"):
-            self.add("dynamic", what, node)
+            kind = "indirect"
+        elif attr in DUNDERS or attr in DYNAMIC_NAMES or attr in ("functional_call", "import_module"):
+            kind = "dynamic"
         elif (attr in INDIRECT_ATTRS or attr in EVAL_GADGETS or attr in OFF_LIST_MODULES) and not own:
-            self.add("indirect", what, node)
+            kind = "indirect"
         elif attr == "modules" and not called and not own:  # model.modules() is fine
-            self.add("indirect", what, node)
+            kind = "indirect"
+        if kind is not None:
+            self.add(kind, what if what is not None else _text(node), node)
 
     def call(self, node: ast.Call) -> None:
         name = node.func.id if isinstance(node.func, ast.Name) else None
@@ -442,20 +481,33 @@ class _Scan:
             target, attr = node.args[0], node.args[1]
             own = isinstance(target, ast.Name) and target.id in OWN_NAMES and id(node) in self.own_nodes
             if not (isinstance(attr, ast.Constant) and isinstance(attr.value, str)) and not own:
-                self.add("dynamic", ast.unparse(node)[:80], node)
+                self.add("dynamic", _text(node), node)
             elif name != "getattr" and name != "hasattr" and self.is_namespace(target):
-                self.add("dynamic", ast.unparse(node)[:80], node)
+                self.add("dynamic", _text(node), node)
             elif not own and not _matches(attr.value, self.patterns) and (
                 (_private(attr.value) and attr.value not in self.attributes)
                 or (attr.value in TORCH_GADGETS and self.is_namespace(target))
             ):  # `getattr(torch, "_C")`, `getattr(x, "_priv")`: what `torch._C`, `x._priv` would be
-                self.add("indirect", ast.unparse(node)[:80], node)
+                self.add("indirect", _text(node), node)
 
 
 def _pickled(data: bytes) -> bool:
     """Does a bytes literal look like a pickle (a protocol header, or a GLOBAL opcode naming a
     module and a name)? Unpickled, it can fetch and call anything by name."""
     return data.startswith(b"\x80") or re.search(rb"(^|[^\w])c[\w.]+\n[\w.]+\n", data) is not None
+
+
+def _text(node: ast.AST, limit: int = 80) -> str:
+    """`node` as written, for a finding: at most `limit` characters, at a cost bounded whatever its
+    size (`ast.unparse` of every link of an attribute chain thousands long was quadratic, and past
+    Python's recursion limit: hostile13 d1, d2)."""
+    if sum(1 for _ in itertools.islice(ast.walk(node), 64)) < 64:
+        return ast.unparse(node)[:limit]
+    parts, inner = [], node
+    while isinstance(inner, ast.Attribute) and len(parts) < 4:
+        parts.append(inner.attr)
+        inner = inner.value
+    return "….".join(["", ".".join(reversed(parts))]) if parts else f"<{type(node).__name__}>"
 
 
 def _torch_gadget(parts: list[str]) -> bool:
@@ -526,9 +578,12 @@ def static_findings(data: bytes, banned: Sequence[str]) -> list[Finding]:
         return []
     except (RecursionError, MemoryError):  # what cannot be read cannot be judged built by hand
         return [Finding("unreadable", "nested past the parser's limits", 1)]
-    scan = _Scan(tree, last_names(banned))
-    for node in scan.nodes:
-        scan.visit(node)
+    try:
+        scan = _Scan(tree, last_names(banned))
+        for node in scan.nodes:
+            scan.visit(node)
+    except (RecursionError, MemoryError):  # a tree too deep to judge is not judged built by hand
+        return [Finding("unreadable", "nested past the scan's limits", 1)]
     order = {"banned": 0, "dynamic": 1, "indirect": 2, "tripwire": 3, "unreadable": 4}
     return sorted(set(scan.found), key=lambda f: (f.line, order[f.kind], f.what))
 

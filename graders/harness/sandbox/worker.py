@@ -348,23 +348,24 @@ def refusal_text(allowed_imports, sibling_sources, owner: str | None, name: str,
     return f"import of {name!r} is not allowed in a submission (allowed: {allowed})"
 
 
-def _defined_in(cls, spaces: dict[int, str]) -> str:
+def _defined_in(cls, spaces: dict[int, str], files: dict[int, str | None] | None = None) -> str:
     """The module `cls` was defined in, judged by what its methods run with, not by what it says
     (`__module__` is a class attribute like any other: hostile11 f1 set it to exercise 4's name on
     a class of exercise 7's own). The first class along its MRO that defines functions of its own
     (seen through staticmethod, classmethod, partialmethod, partial, property: `_function_of`)
     names the module: the student module (`spaces`: id of the namespace of an exercise's module,
-    or of the copy of a file one imported -> its name) those functions run in, all of them joined
-    where they run in two; a class of no student module (torch's) is named by its `__module__`, and
-    one whose functions are none a student module's but which claims a student module, or a module
-    not loaded, is named "?"."""
+    or of the copy of a file one imported -> its name) those functions run in (`_space_of`: "?" for
+    code compiled from another file than that module's, `files`), all of them joined where they
+    run in two; a class of no student module (torch's) is named by its `__module__`, and one whose
+    functions are none a student module's but which claims a student module, or a module not
+    loaded, is named "?"."""
     for klass in type.__dict__["__mro__"].__get__(cls):
         functions = [
             f for value in type.__dict__["__dict__"].__get__(klass).values() if (f := _function_of(value))
         ]
         if not functions:
             continue
-        names = sorted({name for f in functions if (name := spaces.get(id(f.__globals__))) is not None})
+        names = sorted({_space_of(f, spaces, files or {}) for f in functions} - {None})
         if names:  # functions of two student modules (one lent its methods to the other's class,
             return " + ".join(names)  # or had one put in): of neither alone
         # functions of no student module (torch's, borrowed): only a class of a library's own may
@@ -375,6 +376,18 @@ def _defined_in(cls, spaces: dict[int, str]) -> str:
         space = getattr(library, "__dict__", None) if type(library) is types.ModuleType else None
         return claimed if type(space) is dict and id(space) not in spaces else "?"
     return str(cls.__module__)
+
+
+def _space_of(
+    function: types.FunctionType, spaces: dict[int, str], files: dict[int, str | None]
+) -> str | None:
+    """The student module `function` runs in, "?" where its code was compiled from another file than
+    that module's (`types.FunctionType(code, other_module.__dict__)`: hostile13 V4), None for none."""
+    name = spaces.get(id(function.__globals__))
+    if name is None:
+        return None
+    file = files.get(id(function.__globals__))
+    return name if file is None or file == function.__code__.co_filename else "?"
 
 
 def _function_of(value) -> types.FunctionType | None:
@@ -734,6 +747,7 @@ class Worker:
         self.student_files: set[str] = set()
         self.owners: dict[int, str] = {}  # id(module.__dict__) of every student module -> its exercise
         self.file_owners: dict[str, str] = {}  # file name of every module loaded -> its exercise
+        self.module_files: dict[str, str] = {}  # an exercise's module -> the file name it was compiled as
         self.current: list = [None]  # the exercise whose request is being answered (`serve`)
         self.sibling_sources: dict[str, dict[str, tuple[str, bytes]]] = {}  # exercise -> name -> file, source
         self.siblings: dict[tuple[str, str], types.ModuleType] = {}  # (exercise, name) -> its copy
@@ -868,6 +882,7 @@ class Worker:
         module = types.ModuleType(name)
         module.__file__ = filename
         self.modules[name] = module
+        self.module_files[name] = filename
         self.owners[id(module.__dict__)] = name
         self.student_files.add(filename)
         self.file_owners[filename] = name
@@ -923,8 +938,14 @@ class Worker:
             info["buffers"] = [[n, list(b.shape)] for n, b in obj.named_buffers()]
             spaces = {id(module.__dict__): name for name, module in self.modules.items()}
             spaces.update({id(module.__dict__): name for (_, name), module in self.siblings.items()})
+            files = {
+                id(module.__dict__): self.module_files.get(name) for name, module in self.modules.items()
+            }
+            files.update(
+                {id(m.__dict__): self.sibling_sources[o][n][0] for (o, n), m in self.siblings.items()}
+            )
             info["modules"] = [
-                [n, type(m).__qualname__, _defined_in(type(m), spaces)] for n, m in obj.named_modules()
+                [n, type(m).__qualname__, _defined_in(type(m), spaces, files)] for n, m in obj.named_modules()
             ]
         return {"ok": True, "value": wire.encode_value(info, [])}
 
