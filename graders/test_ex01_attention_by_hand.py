@@ -58,6 +58,8 @@ WEIGHT_VARIANTS = {
     # Σ exp(s) written as exp(Σ s)
     "exp_of_sum_denominator": torch.exp(RAW / D_K**0.5) / torch.exp((RAW / D_K**0.5).sum(-1, keepdim=True)),
     # the row's max taken out of the denominator only (a log-sum-exp without the max added back)
+    "accumulator_not_reset": torch.exp(RAW / D_K**0.5)
+    / torch.exp(RAW / D_K**0.5).sum(-1, keepdim=True).cumsum(0),
     "max_shift_in_denominator_only": torch.softmax(RAW / D_K**0.5, dim=-1)
     * torch.exp((RAW / D_K**0.5).amax(-1, keepdim=True)),
 }
@@ -371,6 +373,8 @@ def test_weights_match_scores(student, evidence):
         "l2_normalised": torch.exp(scores) / torch.exp(scores).norm(dim=-1, keepdim=True),
         "max_shift_in_numerator_only": torch.exp(scores - scores.amax(-1, keepdim=True))
         / torch.exp(scores).sum(-1, keepdim=True),
+        # a softmax whose running total of exp() is not reset per row: row i divided by rows 0..i's sum
+        "accumulator_not_reset": torch.exp(scores) / torch.exp(scores).sum(-1, keepdim=True).cumsum(0),
         "max_shift_in_denominator_only": torch.exp(scores)
         / torch.exp(scores - scores.amax(-1, keepdim=True)).sum(-1, keepdim=True),
         **one_list_rows(expected),
@@ -410,6 +414,7 @@ def test_context_matches_weights(student):
         "context_is_v": V,
         **one_list_rows(weights @ V),
         "context_averaged": weights @ V / weights.shape[-1],
+        "accumulator_not_reset": (weights @ V).cumsum(0),  # row i: the right rows 0..i added up
         "context_plus_v": weights @ V + V,
         "context_plus_q": weights @ V + Q,
         "context_from_coarser_weights": weights.round(decimals=1) @ V,
