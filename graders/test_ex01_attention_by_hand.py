@@ -57,6 +57,11 @@ WEIGHT_VARIANTS = {
     "exp_divided_by_count": torch.exp(RAW / D_K**0.5) / RAW.shape[-1],
     # Σ exp(s) written as exp(Σ s)
     "exp_of_sum_denominator": torch.exp(RAW / D_K**0.5) / torch.exp((RAW / D_K**0.5).sum(-1, keepdim=True)),
+    # the row's max taken out of the denominator only (a log-sum-exp without the max added back)
+    "accumulator_not_reset": torch.exp(RAW / D_K**0.5)
+    / torch.exp(RAW / D_K**0.5).sum(-1, keepdim=True).cumsum(0),
+    "max_shift_in_denominator_only": torch.softmax(RAW / D_K**0.5, dim=-1)
+    * torch.exp((RAW / D_K**0.5).amax(-1, keepdim=True)),
 }
 
 ROWS_TEXT = Text(
@@ -225,6 +230,26 @@ def rows_reordered(expected: torch.Tensor, name: str, atol: float):
     return estimate
 
 
+def sorted_rows_factor(scores: torch.Tensor) -> list[tuple[float, float]]:
+    """[the factor range] where each row of SCORES, sorted, is the same row of c · QKᵀ sorted for
+    one c > 0 with every entry fitting (the right numbers in another order within rows), else []."""
+    if scores.shape != RAW.shape:
+        return []
+    found, off = common_factor(scores.sort(-1).values, RAW.sort(-1).values)
+    return [found] if found is not None and not bool(off.any()) and found[0] > 0 else []
+
+
+def reordered_rows(got: torch.Tensor, expected: torch.Tensor, off: torch.Tensor) -> str:
+    """The rows (as "0, 2") holding the wrong entries `off`, where each of them holds its right
+    numbers in another order (a row sorted in place, say); "" where some wrong row does not."""
+    wrong = [i for i in range(got.shape[0]) if bool(off[i].any())]
+    for i in wrong:
+        mine, right = got[i].sort().values, expected[i].sort().values
+        if not torch.allclose(mine, right, rtol=0, atol=ATOL):
+            return ""
+    return ", ".join(str(i) for i in wrong)
+
+
 def softmax_base(scores: torch.Tensor):
     """An estimator naming weights that are b^SCORES normalised per row with b ≠ e (e taken as 3,
     2^s, e^(−s), …): the base is read off the weights by least squares on their logarithms."""
@@ -348,6 +373,10 @@ def test_weights_match_scores(student, evidence):
         "l2_normalised": torch.exp(scores) / torch.exp(scores).norm(dim=-1, keepdim=True),
         "max_shift_in_numerator_only": torch.exp(scores - scores.amax(-1, keepdim=True))
         / torch.exp(scores).sum(-1, keepdim=True),
+        # a softmax whose running total of exp() is not reset per row: row i divided by rows 0..i's sum
+        "accumulator_not_reset": torch.exp(scores) / torch.exp(scores).sum(-1, keepdim=True).cumsum(0),
+        "max_shift_in_denominator_only": torch.exp(scores)
+        / torch.exp(scores - scores.amax(-1, keepdim=True)).sum(-1, keepdim=True),
         **one_list_rows(expected),
         "weights_in_integer_array": expected.trunc(),
         "diagonal_masked": torch.softmax(
@@ -385,6 +414,7 @@ def test_context_matches_weights(student):
         "context_is_v": V,
         **one_list_rows(weights @ V),
         "context_averaged": weights @ V / weights.shape[-1],
+        "accumulator_not_reset": (weights @ V).cumsum(0),  # row i: the right rows 0..i added up
         "context_plus_v": weights @ V + V,
         "context_plus_q": weights @ V + Q,
         "context_from_coarser_weights": weights.round(decimals=1) @ V,
@@ -433,6 +463,12 @@ def test_scores_dot_products(student):
         named = named or ("cosine_scores" if common_factor(scores, cosine)[0] is not None else None)
         shifted = common_factor(centred(scores), centred(RAW))[0] is not None  # each row moved by a constant
         named = named or ("scores_row_shifted" if shifted else None)
+        if named is None and sorted_rows_factor(scores):  # the right numbers, moved within their rows
+            factor = sorted_rows_factor(scores)[0]
+            rows = reordered_rows(
+                scores, RAW * (sum(factor) / 2), (scores - RAW * (sum(factor) / 2)).abs() > ATOL
+            )
+            expect.fail(NO_FACTOR_TEXT, "row_entries_reordered", name="SCORES", rows=rows)
         expect.fail(NO_FACTOR_TEXT, named)
     entries = ", ".join(f"{tuple(i)} = {float(scores[tuple(i)]):.4g}" for i in off.nonzero().tolist()[:3])
     text = NOT_DOT_PRODUCTS_TEXT.format(count=int(off.sum()), factor=sum(factors) / 2, entries=entries)
@@ -440,7 +476,11 @@ def test_scores_dot_products(student):
     one_line = any(int(off.any(dim).sum()) == 1 for dim in (0, 1))
     slip = int(off.sum()) <= 3 or (one_line and int(off.sum()) <= 4)
     params = {"name": "SCORES", "entries": entries} if slip else {}
-    expect.true(not bool(off.any()), text, "wrong_entries" if slip else None, **params)
+    diagnosis = "wrong_entries" if slip else None
+    rows = reordered_rows(scores, RAW * (sum(factors) / 2), off)
+    if rows:  # the right numbers, moved within their rows: not a slip of arithmetic
+        diagnosis, params = "row_entries_reordered", {"name": "SCORES", "rows": rows}
+    expect.true(not bool(off.any()), text, diagnosis, **params)
 
 
 @check("scores_scaled")
@@ -451,6 +491,9 @@ def test_scores_scaled(student):
     # a product every entry fits (no entry off) is read first: SCORES = (Σq)(Σk)/2 are scaled by 1/2
     fits = [common_factor(scores, raw) for raw in products]
     readings = [found for found, off in fits if found is not None and not bool(off.any())]
+    readings += sorted_rows_factor(
+        scores
+    )  # the right numbers moved within rows (sorted in place) keep their scale
     readings += [found for found, _ in fits if found is not None]
     # rows moved by a constant keep their scale: read it where the softmax does, on centred rows
     readings += [

@@ -12,6 +12,7 @@ projections; where that function cannot answer at all, a correct one takes its p
 
 import inspect
 import math
+import re
 from functools import partial
 
 import torch
@@ -19,7 +20,8 @@ import torch
 from graders import attention as A
 from graders.harness import Text, check
 from graders.harness.core import expect
-from graders.harness.core.errors import CheckFailed, StudentFault
+from graders.harness.core.diagnoses import COMMON_ERRORS
+from graders.harness.core.errors import CheckFailed, StudentCodeError, StudentFault
 
 # (q, k, v) shapes: leading batch dims, L ≠ S, d_k ≠ d_v
 SDPA_SHAPES = [((2, 5, 16), (2, 7, 16), (2, 7, 3)), ((3, 2, 4, 16), (3, 2, 6, 16), (3, 2, 6, 5))]
@@ -47,6 +49,9 @@ KNOWN_ERRORS = {
     "bias_as_column": r"(?s)RuntimeError.*\n[^\n]*\bbias(\[:, ?None\]|\.unsqueeze\((-1|1)\)|\.(view|reshape)\(-1, ?1\))",
     "k_transpose_batched": r"(?s)RuntimeError.*\n.*\b(?!weight\b)[A-Za-z_]\w*\.T\b",
     "transposed_in_context": r"(?s)RuntimeError.*\n.*(transpose\(-2, ?-1\)|\.mT|\.T\b)\s*@\s*\w*v",
+    # the context (…, L, d_v) forced into the queries' shape (…, L, d_k): sizes differ when d_v ≠ d_k
+    "context_reshaped_to_query": r"(?s)(is invalid for input of size|view size is not compatible).*\n[^\n]*"
+    r"\.(reshape|view)(\((q|query|queries)\.(shape|size\(\))\)|_as\((q|query|queries)\))",
 }
 CORRECT_SDPA = inspect.getsource(A.scaled_dot_product_attention)
 
@@ -320,6 +325,11 @@ DETERMINISTIC_TEXT = Text(
     zh="eval 模式下同一个输入调用两次，输出不一致（最大差 {err:.3g}）：前向计算每次都应给出同样的结果。",
     en="In eval mode, two calls on the same input disagree (largest difference {err:.3g}): the forward pass must give the same answer every time.",
 )
+UNREGISTERED_TEXT = Text(
+    zh="SimpleSelfAttention(6).double() 之后，前向计算把 float64 和 float32 混在一起：.double() 没有转换到你用到的某些层，它们不是注册过的子模块。",
+    en="After SimpleSelfAttention(6).double(), the forward pass mixes float64 with float32: .double() did not"
+    " reach some layers it uses, which are not registered sub-modules.",
+)
 LAYERS_TEXT = Text(
     zh="SimpleSelfAttention({embed}) 应有名为 query、key、value 的 nn.Linear({embed}, {embed}) 层；缺少或不对：{missing}。",
     en="SimpleSelfAttention({embed}) should have nn.Linear({embed}, {embed}) layers named query, key and value; missing or wrong: {missing}.",
@@ -371,7 +381,10 @@ def test_sdpa_rows_sum_to_one(student, rng):
         torch.ones_like(sums),
         "weights.sum(-1)",
         atol=ROW_SUM_ATOL,
-        variants=partial(A.row_sum_variants, q, k, v),
+        variants=lambda: {
+            **A.row_sum_variants(q, k, v),
+            "softmax_divided_by_logsumexp": over_logsumexp(q, k, v, 1)[0].sum(-1),
+        },  # fmt: skip
         estimators=[A.dropped_out(A.attention(q, k, v)[1], weights)],
     )
 
@@ -432,6 +445,14 @@ def unexponentiated(q, k, v, first: int = 0) -> list[tuple[torch.Tensor, torch.T
     return out
 
 
+def over_logsumexp(q, k, v, first: int = 0, dtype=torch.float64) -> tuple[torch.Tensor, torch.Tensor]:
+    """(context, weights) (or (weights, context) with first=1) when e^s is divided by logsumexp(s),
+    the logarithm of the softmax's denominator, computed in `dtype` (the student's, on large scores)."""
+    s = A.scores(q, k).to(dtype)
+    w = (s.exp() / s.logsumexp(-1, keepdim=True)).double()
+    return (w @ v.double(), w) if first == 0 else (w, w @ v.double())
+
+
 def reflowed_scores(q, k) -> torch.Tensor:
     """q times k reshaped (not transposed) to (..., d_k, S), unscaled, in float64: the entries of k
     regrouped in memory order, so its columns are not the keys.   (..., L, S)"""
@@ -457,12 +478,14 @@ def sdpa_variants(q, k, v, earlier_dk=None) -> dict:
     return {**A.context_variants(q, k, v), "scores_clipped": clipped(q, k, v),
             "context_summed_over_queries": over_queries,
             "weights_not_exponentiated": unexponentiated(q, k, v),
+            "softmax_divided_by_logsumexp": over_logsumexp(q, k, v),
             "keys_reshaped_not_transposed": reflowed(q, k, v), "scale_kept_between_calls": kept}  # fmt: skip
 
 
 def sdpa_weight_variants(q, k, v) -> dict:
     """`sdpa_variants` for a check of the weights, joint with the context."""
     return {**A.weight_variants(q, k, v), "weights_not_exponentiated": unexponentiated(q, k, v, 1),
+            "softmax_divided_by_logsumexp": over_logsumexp(q, k, v, 1),
             "keys_reshaped_not_transposed": A.swapped({"": reflowed(q, k, v)})[""]}  # fmt: skip
 
 
@@ -514,6 +537,12 @@ def large_score_mistakes(q, k, v) -> dict:
     e = torch.exp(s - s.mean(-1, keepdim=True))
     row_mean = (e / e.sum(-1, keepdim=True)).double()
     out["row_min_softmax"] = [out["row_min_softmax"], (row_mean @ v.double(), row_mean)]
+    e = torch.exp(s)  # float32: log(sum(exp(s))) written out overflows where logsumexp does not
+    by_hand = (e / torch.log(e.sum(-1, keepdim=True))).double()
+    out["softmax_divided_by_logsumexp"] = [
+        over_logsumexp(q, k, v, dtype=torch.float32),
+        (by_hand @ v.double(), by_hand),
+    ]
     return out
 
 
@@ -553,15 +582,40 @@ def test_sdpa_gradients(student, rng):
 # ---------------------------------------------------------------- SimpleSelfAttention
 
 
+def unregistered_layers(student, rng) -> bool:
+    """A layer that runs in float32 but mixes dtypes once `.double()` converted it: some layers it
+    uses are not registered sub-modules (kept in a plain dict or list), so `.double()` (like `.to()`,
+    `parameters()` and `load_state_dict`) never reached them. Only where some of query, key, value
+    are not registered nn.Linear layers: a cast inside the forward pass mixes dtypes too."""
+    info = expect.introspect(student.SimpleSelfAttention(6))
+    if all((info.get("linear", {}).get(name) or [None, None])[:2] == [6, 6] for name in LAYERS):
+        return False
+    try:
+        layer, _, x, _ = student_layer(student, rng, 2, 5, 6, properties=True)
+        layer(x)
+    except StudentFault:
+        return False
+    try:
+        layer, _, x, _ = student_layer(student, rng, 2, 5, 6, dtype=torch.float64, properties=True)
+        layer(x)
+    except StudentCodeError as exc:
+        return re.search(COMMON_ERRORS["float64_mixed_with_float32"], exc.message) is not None
+    except StudentFault:
+        return False
+    return False
+
+
 @check("layer_structure")
-def test_layer_structure(student):
+def test_layer_structure(student, rng):
     embed = 6
     info = expect.introspect(student.SimpleSelfAttention(embed))
     missing = [  # confirmed layers; with or without a bias (a missing bias is charged by the values)
         name for name in LAYERS if (info["linear"].get(name) or [None, None])[:2] != [embed, embed]
     ]
+    unregistered = bool(missing) and info.get("is_nn_module", False) and unregistered_layers(student, rng)
     expect.true(info.get("is_nn_module", False) and not missing,
-                LAYERS_TEXT.format(embed=embed, missing=", ".join(missing) or "nn.Module"))  # fmt: skip
+                LAYERS_TEXT.format(embed=embed, missing=", ".join(missing) or "nn.Module"),
+                "layers_not_registered" if unregistered else None)  # fmt: skip
 
 
 @check("layer_shapes")
@@ -606,7 +660,14 @@ def test_layer_batch_independence(student, rng):
 @check("layer_gradients")
 def test_layer_gradients(student, rng):
     layer, state, x, _ = student_layer(student, rng, 2, 5, 6, dtype=torch.float64, properties=True)
-    returned = layer(x)
+    try:
+        returned = layer(x)
+    except StudentCodeError as exc:  # float64 meeting float32: a layer .double() did not reach?
+        if re.search(COMMON_ERRORS["float64_mixed_with_float32"], exc.message) and unregistered_layers(
+            student, rng
+        ):
+            expect.fail(UNREGISTERED_TEXT, "layers_not_registered")
+        raise
     context = expect.pair_as_meant(returned, "SimpleSelfAttention.forward(x)", ((2, 5, 6), (2, 5, 5)))[0]
     context = expect.tensor(context, "context", finite=False)
     g_context = torch.randn(context.shape, generator=rng, dtype=torch.float64)

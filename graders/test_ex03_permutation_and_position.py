@@ -36,6 +36,8 @@ KNOWN_ERRORS = {
     r"(\bmath\.\w+\(|(?<![\w.])(sin|cos|exp|log|sqrt|pow)\()",
     # an order written as a tuple, tokens[(0, 1, 2, 3, 4)]: one index per axis, not a list of rows
     "index_tuple_per_axis": r"too many indices for tensor of dimension",
+    # torch.gather given an index with fewer dimensions than its input ((L, E) for a (B, L, E) batch)
+    "gather_index_dims": r"Index tensor must have the same number of dimensions as input tensor",
     "sample_misses_token": r"stack expects each tensor to be equal size, but got "
     r"(\[5, \d+\] at entry \d+ and \[[1-4], \d+\]|\[[1-4], \d+\] at entry \d+ and \[5, \d+\])",
 }

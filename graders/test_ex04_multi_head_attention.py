@@ -113,6 +113,35 @@ def renamed_to_own_layers(layer, state, embed, x, heads):
     return best
 
 
+def held_weights(layer, state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor] | None:
+    """The weights `layer` holds right after `state` was loaded, where some differ from `state`:
+    one nn.Linear under several names (`self.query = self.key = self.value = nn.Linear(E, E)`)
+    keeps only the last name's weights in all of them. None where it holds what it was given.
+    Read before any call, so a forward pass that rewrites its weights is not mistaken for this."""
+    try:
+        own = layer.state_dict()
+    except StudentCodeError:
+        return None
+    held = {
+        k: own[k] for k in state if isinstance(own.get(k), torch.Tensor) and own[k].shape == state[k].shape
+    }
+    changed = [k for k, v in held.items() if not torch.equal(v.to(state[k].dtype), state[k])]
+    return {**state, **{k: held[k].to(state[k].dtype) for k in changed}} if changed else None
+
+
+def aliased_names(student, embed: int, heads: int, rng) -> list[str]:
+    """Names of LAYERS that a new layer holds as one shared nn.Linear: given distinct weights, it
+    keeps another name's under them."""
+    layer = student.SimpleMultiHeadAttention(embed, heads)
+    state = A.linear_weights(M.LAYERS, embed, embed, rng)
+    try:
+        layer.load_state_dict(state, strict=False)
+    except StudentCodeError:
+        return []
+    held = held_weights(layer, state) or state
+    return [n for n in M.LAYERS if not torch.equal(held[f"{n}.weight"], state[f"{n}.weight"])]
+
+
 def unreadable_layouts(batch: int, length: int, embed: int, heads: int) -> dict[str, tuple[int, ...]]:
     """Shapes of the weights that no reading turns into every head's weights: heads split along the
     wrong axes (attention then runs over something other than the tokens), or one batch element's."""
@@ -194,6 +223,14 @@ def run(layer, x, name="SimpleMultiHeadAttention.forward(x)", *, heads):
         and tuple(weights.shape) == (heads, batch, length, length)
     ):
         weights = weights.transpose(0, 1)  # the heads stacked in front of the batch
+    if (
+        isinstance(weights, torch.Tensor)
+        and length != heads
+        and tuple(weights.shape) == (batch, length, heads, length)
+    ):
+        weights = weights.transpose(1, 2)  # the tokens in front of the heads, (B, L, H, L)
+    if isinstance(output, torch.Tensor) and batch != length and tuple(output.shape) == (length, batch, embed):
+        output = output.reshape(batch, length, embed)  # the merge's reshape given the sizes swapped
     return output, weights
 
 
@@ -253,8 +290,11 @@ BY_HAND = expect.by_hand_rule(Text(zh="自己实现多头注意力", en="build m
 def compare(layer, state, x, heads, expected_out, expected_w, evidence=None):
     """Weights first (they name split and scale mistakes), then the output (merge, out_proj), each
     joined by the other as evidence for naming."""
+    held = held_weights(layer, state)
     output, weights = run(layer, x, heads=heads)
     pairs = expect.once(partial(M.variants, x, state, heads))
+    if held is not None:  # one layer under several names: the weights it could hold name the mistake
+        pairs = expect.once(lambda base=pairs: {**base(), "layers_aliased": M.forward(x, held, heads)})
     if evidence is not None and isinstance(weights, torch.Tensor) and weights.shape == expected_w.shape:
         for head in range(weights.shape[1]):
             evidence.heatmap(f"weights[0, {head}]", weights[0, head].double(), expected_w[0, head])
@@ -350,7 +390,7 @@ def named_if_changing(make_layer, x, heads, diagnoses=()):
 
 
 @check("mha_structure")
-def test_mha_structure(student):
+def test_mha_structure(student, rng):
     embed, heads = 12, 3
     info = expect.introspect(student.SimpleMultiHeadAttention(embed, heads))
     missing = M.missing_layers(info, embed)
@@ -362,6 +402,13 @@ def test_mha_structure(student):
     others = [n for n, spec in linear.items() if n not in M.LAYERS and list(spec[:2]) == [embed, embed]]
     renamed = not narrow and others and len(others) >= len(missing)
     diagnosis = "projection_width_wrong" if narrow else "layers_named_otherwise" if renamed else None
+    if (
+        missing
+        and info.get("is_nn_module", False)
+        and not narrow
+        and aliased_names(student, embed, heads, rng)
+    ):
+        diagnosis = "layers_aliased"  # the names exist, but some are one layer
     expect.true(info.get("is_nn_module", False) and not missing, text, diagnosis)
 
 
@@ -398,7 +445,8 @@ def test_mha_shapes(student, rng):
         expect.tensor(
             weights, "weights", (batch, heads, length, length), finite=False, shape_variants=layouts
         )
-        expect.tensor(output, "output", (batch, length, embed), finite=False)
+        expect.tensor(output, "output", (batch, length, embed), finite=False,
+                      shape_variants={"output_batch_length_swapped": (length, batch, embed)})  # fmt: skip
 
 
 @check("mha_rows_sum_to_one")
@@ -422,6 +470,7 @@ def test_mha_rows_sum_to_one(student, rng):
 def test_mha_scaling(student, rng, evidence):
     batch, length, embed, heads = CONFIGS[0]
     layer, state, x = student_layer(student, rng, batch, length, embed, heads)
+    state = held_weights(layer, state) or state  # the scale is judged on the weights the layer holds
     output, weights = run(layer, x, heads=heads)
     expected = M.forward(x, state, heads)[1]
     weights = expect.tensor(weights, "weights", finite=False)
@@ -491,6 +540,7 @@ def test_mha_gradients(student, rng):
     layer, state, x = student_layer(
         student, rng, batch, length, embed, heads, dtype=torch.float64, properties=True
     )
+    held = held_weights(layer, state)
     with split_errors(batch, heads):
         returned = layer(x)
     output = expect.pair_as_meant(returned, "SimpleMultiHeadAttention.forward(x)",
@@ -502,9 +552,16 @@ def test_mha_gradients(student, rng):
 
         def forward(values):
             layer.load_state_dict({k: values[k] for k in state}, strict=False)
-            return run(layer, values["x"], heads=heads)[0]
+            got = run(layer, values["x"], heads=heads)[0]
+            if isinstance(got, torch.Tensor) and got.shape != output.shape and got.numel() == output.numel():
+                return got.reshape(
+                    output.shape
+                )  # `run` reads swapped sizes as meant; the cotangent weighs it as returned
+            return got
 
         grads = {"x": result["input_grads"][0], **result["param_grads"]}
+        if held is not None:  # one layer under several names: perturb it once, by the name autograd gives it
+            state = {k: held[k] for k in held if k in result["param_grads"]}
 
         def fresh():  # a new layer with the same weights: the calls above may have worn a change out
             return student_layer(student, rng, batch, length, embed, heads, dtype=torch.float64, state=state, x=x,
