@@ -90,6 +90,9 @@ def _norm_of(z: torch.Tensor, state: dict, name: str, kind: str = "layer", eps: 
         return F.layer_norm(z.double(), (z.shape[-1],), None, None, eps)
     if kind == "per_feature":
         return z.double() / math.sqrt(1 + eps) * weight + bias
+    if kind == "per_sample":  # over the sequence and the features together (F.layer_norm(z, z.shape[1:]))
+        z = z.double()
+        return F.layer_norm(z, tuple(z.shape[1:]), None, None, eps) * weight + bias
     if kind == "unbiased":
         z = z.double()
         centred = z - z.mean(-1, keepdim=True)
@@ -234,6 +237,7 @@ def variants(x: torch.Tensor, state: dict[str, torch.Tensor], heads: int) -> dic
         "ff_residual_unnormalised": dict(ff_residual_from="sum"),
         "norm_not_layer_norm": dict(norm_kind="per_feature"),
         "norm_without_affine": dict(norm_kind="no_affine"),
+        "norm_over_sequence": dict(norm_kind="per_sample"),
         "activation_on_attention": dict(attention_activation=True),
         "ff_reads_input": dict(ff_input="x"),
         "ff_residual_from_attention": dict(ff_residual_from="attention"),

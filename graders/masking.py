@@ -163,6 +163,14 @@ def cross(x, memory, state, heads, memory_mask=None, *, mistake: str = "", empty
     unmasked = ("memory_mask_ignored", "self_vs_cross", "memory_zeroed_not_masked")
     if memory_mask is not None and mistake not in unmasked:
         mask = (~memory_mask if mistake == "memory_mask_inverted" else memory_mask)[:, None, None, :]
+    if memory_mask is not None and mistake.startswith("memory_mask_batch_mixed"):
+        # the (B, S) mask copied to the heads along the batch axis and then viewed the other way:
+        # head h of batch b gets the mask of another batch element
+        batch, keys = memory_mask.shape
+        if mistake.endswith("tiled"):  # repeat(H, 1).view(B, H, 1, S): batch (b·H + h) mod B
+            mask = memory_mask.repeat(heads, 1).view(batch, heads, 1, keys)
+        else:  # repeat_interleave(H, 0).view(H, B, 1, S).transpose(0, 1): batch (h·B + b) // H
+            mask = memory_mask.repeat_interleave(heads, 0).view(heads, batch, 1, keys).transpose(0, 1)
     if mistake == "causal_in_cross":  # the decoder's causal mask applied to the memory as well
         future = causal(q.shape[-2], k.shape[-2])
         mask = future if mask is None else mask & future
@@ -184,6 +192,11 @@ def cross_variants(x, memory, state, heads, memory_mask=None) -> dict[str, Pair 
         cross(x, memory, state, heads, memory_mask, mistake=m)
         for m in ("split_without_transpose", "split_without_transpose_merged_right")
     ]
+    if memory_mask is not None:  # each batch element's mask given to other batch elements' heads
+        out["memory_mask_batch_mixed"] = [
+            cross(x, memory, state, heads, memory_mask, mistake=m)
+            for m in ("memory_mask_batch_mixed_tiled", "memory_mask_batch_mixed_interleaved")
+        ]
     if memory_mask is not None:  # an inverted mask leaves the unpadded sequences with no key
         out["memory_mask_inverted"] = [out["memory_mask_inverted"]] + [
             cross(x, memory, state, heads, memory_mask, mistake="memory_mask_inverted", empty=empty)

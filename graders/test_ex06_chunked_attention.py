@@ -64,6 +64,8 @@ MATRIX_BYTES = MEMORY_SIZE * MEMORY_SIZE * 4  # the float32 (L, S) score matrix:
 NAME = "chunked_attention(q, k, v, chunk_size)"
 KNOWN_ERRORS = {  # a reduction (amax, max, …) over a chunk of no keys: the slice came out empty
     "empty_chunk": r"reduction dim -?\d+ to have non-zero size|reduction function \w+ on tensor with no elements",
+    # k (or v) cut with a view into S // chunk_size chunks of chunk_size: raises where chunk_size does not divide S
+    "chunks_by_view": r"(?s)shape '\[[^\]]*\]' is invalid for input of size \d+.*\n[^\n]*\b(view|reshape)\([^\n]*(//|chunk)",
 }
 REFUSALS = ("ValueError", "AssertionError")  # how code refuses a chunk size it takes for invalid
 

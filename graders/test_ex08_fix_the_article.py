@@ -44,6 +44,10 @@ SHAPE_ERRORS = (  # torch's messages for a product whose operands' shapes do not
     r"must match the size of tensor b|expected size|cannot be broadcast"
 )
 KNOWN_ERRORS = {
+    # an attribute read on the right of an assignment to another one (self.d_k = self.W_q.out_features):
+    # in __init__, before the line that creates it, or under a name never set
+    "attribute_read_before_set": r"^AttributeError: '(?!Tensor'|tuple'|list'|int'|float'|NoneType'|dict'|str'|module')"
+    r"\w+' object has no attribute '(\w+)'\n[^\n]*\bself\s*\.\s*\w+\s*=(?!=)[^\n]*\bself\s*\.\s*\1\b",
     "math_not_imported": r"name 'math' is not defined",
     "dk_undefined": r"name 'd_k' is not defined",
     "torch_sqrt_of_int": r"sqrt\(\): argument 'input' \(position 1\) must be Tensor",
@@ -82,6 +86,9 @@ SCALE_MISTAKES = [
     "dk_from_d_model",
     "rounded_root",
     "dk_shared_between_layers",
+    "scale_uses_ndim",
+    "scale_root_of_three",
+    "scale_before_projection",
 ]
 
 LAYERS_TEXT = Text(
@@ -95,6 +102,11 @@ PAIR_TEXT = Text(
 SCALE_TEXT = Text(
     zh="缩放没有跟着 d_k 变：把 d_k 从 {d_k} 换成 {wide}（多出来的特征全为 0，点积不变）后，输出应和原来的层把查询减半时相同，实际最大差 {err:.3g}。",
     en="The scale does not follow d_k: with d_k {wide} instead of {d_k} (the extra features all zero, so the dot products are unchanged), the output should be that of this layer with its queries halved; the largest difference is {err:.3g}.",
+)
+LARGE = 300.0  # the largest scaled score of the large-score probe
+OVERFLOW_TEXT = Text(
+    zh="分数较大（最大约 {largest:.0f}）时，context 里出现了 inf 或 NaN；参考公式在这里是有限的。",
+    en="With large scores (up to about {largest:.0f}) the context holds inf or NaN; the formula is finite there.",
 )
 NO_EFFECT_TEXT = Text(
     zh="把查询或键减半都没有改变输出：输出根本不取决于分数，读不出缩放。",
@@ -201,7 +213,28 @@ def variants(x, state, d_k=None, later_dk=None) -> dict:
         "dk_from_d_model": [  # d_model // 8 or d_model / 8 in place of the constructor's d_k
             formula(x, state, scale=1 / math.sqrt(dk))
             for dk in (d_model // PAPER_HEADS, d_model / PAPER_HEADS)
-            if dk >= 1 and dk != d_k
+            if dk >= 1 and dk != d_k and dk != x.dim()  # 28 // 8 = 3 is also the number of axes
+        ],
+        # the number of axes (q.dim(), len(q.shape), x.ndim: 3) read as d_k
+        "scale_uses_ndim": formula(x, state, scale=1 / math.sqrt(x.dim()))
+        if x.dim() not in (d_k, d_model // PAPER_HEADS)
+        else None,
+        # √3 where 3 is both the number of axes and d_model // 8: these sizes cannot tell the two apart
+        "scale_root_of_three": formula(x, state, scale=1 / math.sqrt(x.dim()))
+        if x.dim() == d_model // PAPER_HEADS and x.dim() != d_k
+        else None,
+        # x divided by √d_k before W_q's projection or all three, the scores left alone:
+        # the projection's bias is not divided
+        "scale_before_projection": [
+            formula(
+                x,
+                dict(state, **{f"{n}.weight": state[f"{n}.weight"] / math.sqrt(d_k) for n in names}),
+                scale=1.0,
+            )
+            for names in (
+                ("W_q",),
+                ("W_q", "W_k", "W_v"),
+            )  # W_k(x / √d_k) alone is right: its bias adds one constant per query row
         ],
         "rounded_root": [  # int(math.sqrt(d_k)), math.isqrt(d_k), d_k ** 0.5 // 1, round(…), math.ceil(…)
             formula(x, state, scale=1 / root) for root in rounded_roots(batch, length, d_model, d_k)
@@ -226,7 +259,7 @@ def rounded_roots(batch: int, length: int, d_model: int, d_k: int) -> list[int]:
     """√d_k rounded down, to the nearest or up, where that is not √d_k itself nor the root another
     scale mistake divides by at these sizes (⌊√3⌋ = 1 is no scale at all): the evidence could not
     tell those apart."""
-    others = [1.0, batch, length, d_model, d_k**2, (d_k / 2) ** 2, (2 * d_k) ** 2, d_model // PAPER_HEADS,
+    others = [1.0, 3.0, batch, length, d_model, d_k**2, (d_k / 2) ** 2, (2 * d_k) ** 2, d_model // PAPER_HEADS,
               d_model / PAPER_HEADS]  # fmt: skip
     root = math.sqrt(d_k)
     return [
@@ -547,6 +580,18 @@ def test_fix_matches_formula(student, rng, evidence):
     for i, (layer, state, x) in enumerate(built):
         got = compare(layer, state, x, evidence if i == 0 else None, later_dk=last_built_after(CONFIGS, i))
         called_again(student, layer, state, x, got)  # a second call: the first must leave the layer as it was
+    # the same layer with its queries made large: scores up to LARGE, where exp overflows in float32
+    # (above ~88) unless the softmax subtracts each row's max first
+    layer, state, x = built[0]
+    q, k = (A.project(x, state, name) for name in ("W_q", "W_k"))
+    largest = float(A.scores(q, k, 1 / math.sqrt(q.shape[-1])).abs().max())
+    state = scaled_queries(state, LARGE / max(largest, 1e-6))
+    layer, state, x = student_layer(student, rng, *CONFIGS[0], state=state, x=x)
+    got = shaped_as_context(context_of(layer, x), x, state["W_q.weight"].shape[0])
+    if isinstance(got, torch.Tensor) and got.shape == x.shape[:-1] + (state["W_q.weight"].shape[0],):
+        if not bool(torch.isfinite(got).all()):
+            expect.fail(OVERFLOW_TEXT.format(largest=LARGE), "softmax_overflows")
+    compare(layer, state, x)
 
 
 @check("fix_matches_reference")
