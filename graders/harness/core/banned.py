@@ -310,7 +310,7 @@ class _Scan:
         }  # fmt: skip
         self.torch_names = self._torch_names(nodes)
         self.called = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
-        self.roots: dict[int, str | None] = {}  # id of a node -> its `_root` (`root`)
+        self.roots: dict[int, str | None] = {}  # id of a node -> its `_root`, for every node asked
         # private names the module gives its own objects: its methods, the attributes it sets, and
         # those it registers by name (`register_buffer("_mask", …)`, `setattr(self, "_x", …)`)
         classes = [n for n in nodes if isinstance(n, ast.ClassDef)]
@@ -344,23 +344,8 @@ class _Scan:
         return names
 
     def is_namespace(self, node: ast.AST) -> bool:
-        root = self.root(node)
+        root = _root(node, self.roots)
         return root in self.torch_names or root in NAMESPACE_ROOTS
-
-    def root(self, node: ast.AST) -> str | None:
-        """`_root`, remembered for every link of a chain it walks: asked of each link of an
-        attribute chain thousands long, `_root` alone was quadratic (hostile13 d1)."""
-        chain = []
-        while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)) and id(node) not in self.roots:
-            chain.append(node)
-            node = node.value if not isinstance(node, ast.Call) else node.func
-        if id(node) in self.roots:
-            found = self.roots[id(node)]
-        else:
-            found = node.id if isinstance(node, ast.Name) else None
-        for link in chain:
-            self.roots[id(link)] = found
-        return found
 
     def add(self, kind: Kind, what: str, node: ast.AST) -> None:
         self.found.append(Finding(kind, what, getattr(node, "lineno", 0)))
@@ -536,10 +521,19 @@ def _plain_annotation(text: str) -> bool:
     return all(isinstance(n, _ANNOTATION_NODES) for n in ast.walk(tree))
 
 
-def _root(node: ast.AST) -> str | None:
-    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
+def _root(node: ast.AST, known: dict[int, str | None] | None = None) -> str | None:
+    """The name an attribute, subscript or call chain starts from (None: not a name). With `known`,
+    every link walked is remembered there: asked of each link of an attribute chain thousands long,
+    walking from scratch each time was quadratic (hostile13 d1)."""
+    known = {} if known is None else known
+    chain = []
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)) and id(node) not in known:
+        chain.append(node)
         node = node.value if not isinstance(node, ast.Call) else node.func
-    return node.id if isinstance(node, ast.Name) else None
+    found = known[id(node)] if id(node) in known else node.id if isinstance(node, ast.Name) else None
+    for link in chain:
+        known[id(link)] = found
+    return found
 
 
 def _last(node: ast.AST) -> str | None:
